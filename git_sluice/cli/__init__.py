@@ -1,0 +1,15 @@
+"""The ``git sluice`` command line: one module per command, no logic here.
+
+Each command module attaches itself to :data:`main` when imported; importing
+this package imports them all. Keep heavy imports inside command functions so
+``git sluice`` starts fast from a hook.
+"""
+
+from __future__ import annotations
+
+from ._group import main
+
+# Command modules (each registers itself on `main`).
+# (add one import line per command module here)
+
+__all__ = ["main"]

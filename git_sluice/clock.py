@@ -1,0 +1,149 @@
+"""One notion of time, injected everywhere.
+
+Every part of git-sluice that waits, expires or timestamps asks a :class:`Clock`
+rather than :mod:`time`, so tests move time instead of sleeping through it and
+the GitHub double and git-sluice can share one clock in-process.
+
+Subprocess tests cannot share an object, so they share a file: when the
+environment variable ``GIT_SLUICE_TEST_CLOCK`` names a file, :func:`default_clock`
+returns a :class:`FileClock` over it (test-only; documented in
+``docs/reference.md``). The file holds one float, seconds since the epoch.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Protocol
+
+TEST_CLOCK_ENV = "GIT_SLUICE_TEST_CLOCK"
+
+
+class Clock(Protocol):
+    def time(self) -> float:
+        """Wall-clock seconds since the epoch (what GitHub's reset times use)."""
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back within one boot."""
+
+    def sleep(self, seconds: float) -> None:
+        """Wait; a fake clock advances instead of blocking."""
+
+
+class SystemClock:
+    def time(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+
+class FakeClock:
+    """A clock that only moves when told to (or when someone sleeps on it).
+
+    ``sleep`` advances the clock rather than blocking, so a thread waiting out a
+    one-hour pause returns at once with the clock an hour later. Thread-safe.
+    """
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self._now = float(start)
+        self._lock = threading.Lock()
+
+    def time(self) -> float:
+        with self._lock:
+            return self._now
+
+    def monotonic(self) -> float:
+        return self.time()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self.advance(seconds)
+        else:
+            # let other threads run, as a real sleep(0) would
+            time.sleep(0)
+
+    def advance(self, seconds: float) -> float:
+        with self._lock:
+            self._now += float(seconds)
+            return self._now
+
+    def set(self, when: float) -> None:
+        with self._lock:
+            self._now = float(when)
+
+
+class FileClock:
+    """A clock shared by processes through a file (test-only).
+
+    ``time`` reads the file; ``sleep`` moves the file forward to at least
+    ``now + seconds`` (never back), so a subprocess waiting out a pause advances
+    the shared time for everyone, exactly as a :class:`FakeClock` does in-process.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], start: float | None = None) -> None:
+        self.path = Path(path)
+        if start is not None:
+            self.set(start)
+
+    def time(self) -> float:
+        for _ in range(50):
+            try:
+                text = self.path.read_text().strip()
+                if text:
+                    return float(text)
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.001)
+        raise RuntimeError(f"{TEST_CLOCK_ENV} file {self.path} is unreadable")
+
+    def monotonic(self) -> float:
+        return self.time()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            time.sleep(0)
+            return
+        target = self.time() + seconds
+        self._advance_to(target)
+        # yield the processor a little so other processes observe the move
+        time.sleep(0.001)
+
+    def advance(self, seconds: float) -> float:
+        target = self.time() + seconds
+        self._advance_to(target)
+        return target
+
+    def set(self, when: float) -> None:
+        self._write(when)
+
+    def _advance_to(self, target: float) -> None:
+        import fcntl
+
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        with open(lock_path, "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if self.time() < target:
+                    self._write(target)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _write(self, when: float) -> None:
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(repr(float(when)))
+        os.replace(tmp, self.path)
+
+
+def default_clock() -> Clock:
+    """The system clock, or the shared test clock when the test setting is on."""
+    path = os.environ.get(TEST_CLOCK_ENV)
+    if path:
+        return FileClock(path)
+    return SystemClock()

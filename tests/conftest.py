@@ -1,0 +1,47 @@
+"""Test isolation shared by every test.
+
+Each test gets its own HOME, XDG_STATE_HOME and git identity, and no token or
+git-sluice setting leaks in from the machine, so tests are parallel-safe and
+never touch the real host's state.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_LEAKY = (
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_HOST",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Sluice Test")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@sluice.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Sluice Test")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@sluice.invalid")
+    monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
+    for name in _LEAKY:
+        monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith("GIT_SLUICE_"):
+            monkeypatch.delenv(name, raising=False)
+    return home
