@@ -1,0 +1,36 @@
+"""Where host-wide state lives.
+
+Pauses, epochs, permits and the budget ledger are shared by every process and
+every repository on the host, so they live in the user's state directory rather
+than in any one clone (design §4). ``platformdirs`` honours ``XDG_STATE_HOME``,
+which is also how tests keep each run's state apart.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "git-sluice"
+HOST_STORE_NAME = "host.sqlite3"
+
+
+def host_state_dir() -> Path:
+    """The host state directory, created private (0700) if it does not exist yet.
+
+    Private because it records which pools this user spends and when; nothing
+    in it is a secret, but nothing in it is anyone else's business either.
+    """
+    path = Path(platformdirs.user_state_dir(APP_NAME))
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # mkdir's mode is filtered by the umask; say exactly what we mean
+        os.chmod(path, 0o700)
+    return path
+
+
+def host_store_path() -> Path:
+    """The one SQLite file every git-sluice process on this host shares."""
+    return host_state_dir() / HOST_STORE_NAME
