@@ -1,0 +1,567 @@
+"""git config -> validated :class:`Settings`, refused before any call when wrong.
+
+git-sluice is configured with git config at any level (system, global, local,
+worktree, ``git -c``): the allowance is the host's, so ``--global`` is the usual
+home, and a repository can override it. Everything is read with one
+``git config --get-regexp`` (plus the remote's URL and its remote-tracking refs)
+run locally: reading the configuration never touches the network.
+
+Every bad value raises :class:`~git_sluice.errors.ConfigError` (exit 2) naming
+the key, the value and the accepted form, because a command that guessed would
+spend the shared allowance on the wrong thing. Unknown ``sluice.*`` keys are
+refused too, listing the known ones: a typo such as ``sluice.discovry`` would
+otherwise leave the 60 s default silently in force.
+
+Test-only setting: the environment variable ``GIT_SLUICE_TEST_MIN_DISCOVERY``
+(seconds, or any duration form) lowers the 10 s floor of ``sluice.discovery``
+and ``sluice.lease`` so compressed-time tests and the benchmark can run rounds
+a fraction of a second apart. It is never meant for real use: the floor exists
+because a shorter discovery interval spends calls no one needs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import socket
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from urllib.parse import urlsplit
+
+from .durations import ACCEPTED_FORM as DURATION_FORM
+from .durations import parse_duration
+from .errors import ConfigError, SluiceError
+
+KNOWN_KEYS: tuple[str, ...] = (
+    "sluice.remote",
+    "sluice.branch",
+    "sluice.discovery",
+    "sluice.lease",
+    "sluice.host",
+    "sluice.repository",
+    "sluice.api",
+    "sluice.graphql",
+    "sluice.appId",
+    "sluice.appKeyFile",
+    "sluice.installation",
+    "sluice.enforce",
+)
+"""Every ``sluice.*`` key git-sluice reads (``docs`` are checked against it)."""
+
+MULTI_KEYS = frozenset({"sluice.branch"})
+
+TEST_MIN_DISCOVERY_ENV = "GIT_SLUICE_TEST_MIN_DISCOVERY"
+MIN_INTERVAL = 10.0
+DEFAULT_DISCOVERY = 60.0
+DEFAULT_LEASE = 300.0
+DEFAULT_API = "https://api.github.com"
+DEFAULT_REMOTE = "origin"
+
+_CANONICAL = {key.lower(): key for key in KNOWN_KEYS}
+_OWNER = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+_HOST = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,62}$")
+_DIGITS = re.compile(r"^[0-9]{1,20}$")
+_TRUE = {"true", "yes", "on"}
+_FALSE = {"false", "no", "off", ""}
+_UNSET = "(unset)"
+
+
+class NotARepository(SluiceError):
+    """The directory is not inside a git repository; nothing can be configured."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every command runs with; built only by :func:`load_settings`."""
+
+    remote: str
+    branches: tuple[str, ...]
+    discovery: float
+    lease: float
+    host: str
+    repository: str
+    api: str
+    graphql: str
+    app_id: str | None
+    app_key_file: str | None
+    installation: str | None
+    enforce: bool
+    origins: Mapping[str, tuple[str, str]] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def owner(self) -> str:
+        return self.repository.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.repository.split("/", 1)[1]
+
+
+@dataclass(frozen=True)
+class _Value:
+    value: str | None  # None: the key is present without "=" (git's boolean true)
+    origin: str
+
+
+# --------------------------------------------------------------------------- URLs
+
+
+def redact_url(url: str) -> str:
+    """The URL without any user:password part, so no credential reaches a message."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(unparsable URL)"
+    if parts.scheme and "@" in parts.netloc:
+        host = parts.netloc.rsplit("@", 1)[1]
+        return parts._replace(netloc=f"***@{host}").geturl()
+    return url
+
+
+def repository_from_url(url: str) -> str | None:
+    """``owner/name`` named by a git remote URL, or None when it names none.
+
+    Accepts https/http, ``ssh://``, ``git://`` and scp-like ``git@host:o/r``,
+    with or without ``.git`` and a trailing slash; any host, so GitHub
+    Enterprise remotes work. Local paths and deeper paths name no repository.
+    """
+    text = url.strip()
+    if not text:
+        return None
+    if "://" in text:
+        try:
+            parts = urlsplit(text)
+        except ValueError:
+            return None
+        if parts.scheme.lower() not in {"https", "http", "ssh", "git", "git+ssh", "ssh+git"}:
+            return None
+        if not parts.hostname:
+            return None
+        path = parts.path
+    else:
+        scp = re.match(r"^(?:[^@/:]+@)?(?P<host>[^:/]+):(?P<path>.+)$", text)
+        if scp is None:
+            return None
+        path = scp.group("path")
+    path = path.strip("/")
+    if path.endswith(".git"):
+        path = path[: -len(".git")]
+    pieces = path.split("/")
+    if len(pieces) != 2:
+        return None
+    owner, name = pieces
+    if not _OWNER.match(owner) or not _NAME.match(name) or name in {".", ".."}:
+        return None
+    return f"{owner}/{name}"
+
+
+def is_loopback_url(url: str) -> bool:
+    """True when the URL's host is this machine (127.0.0.0/8, ::1, localhost)."""
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def graphql_from_api(api: str) -> str:
+    """GitHub's GraphQL endpoint for a REST base: github.com, Enterprise, or anything else."""
+    base = api.rstrip("/")
+    if base == DEFAULT_API:
+        return f"{DEFAULT_API}/graphql"
+    if base.endswith("/api/v3"):
+        return base[: -len("/v3")] + "/graphql"
+    return base + "/graphql"
+
+
+def _check_endpoint(key: str, raw: str) -> str:
+    """An API URL git-sluice may send a token to: https, or http on loopback only."""
+    shown = redact_url(raw)
+    form = "an https:// URL (plain http:// only for 127.0.0.0/8, ::1 or localhost)"
+    try:
+        parts = urlsplit(raw.strip())
+    except ValueError:
+        raise ConfigError(key, shown, form) from None
+    scheme = parts.scheme.lower()
+    if scheme not in {"https", "http"} or not parts.hostname:
+        raise ConfigError(key, shown, form)
+    if "@" in parts.netloc:
+        raise ConfigError(key, shown, form + " without credentials in it (tokens never go in config)")
+    if parts.query or parts.fragment:
+        raise ConfigError(key, shown, form + " without a query or fragment")
+    if scheme == "http" and not is_loopback_url(raw):
+        raise ConfigError(key, shown, form)
+    return raw.strip().rstrip("/")
+
+
+# ----------------------------------------------------------------------- git I/O
+
+
+def _git(repo_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    env = dict(os.environ)
+    env.setdefault("GIT_TERMINAL_PROMPT", "0")
+    try:
+        return subprocess.run(
+            ["git", "-C", str(repo_dir), *args],
+            capture_output=True,
+            env=env,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise SluiceError("git is not installed or not on PATH") from None
+
+
+def _read_config(repo_dir: Path) -> tuple[dict[str, list[_Value]], dict[str, str]]:
+    """sluice.* values (in git's order) and every remote's URL, in one git call."""
+    proc = _git(
+        repo_dir,
+        "config",
+        "--show-origin",
+        "--show-scope",
+        "-z",
+        "--get-regexp",
+        r"^(sluice\..*|remote\..*\.url)$",
+    )
+    if proc.returncode not in (0, 1):
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise ConfigError(
+            "git config",
+            "unreadable",
+            "a readable configuration (" + (message[0] if message else f"exit {proc.returncode}") + ")",
+        )
+    sluice: dict[str, list[_Value]] = {}
+    remotes: dict[str, str] = {}
+    fields = proc.stdout.decode(errors="replace").split("\0")
+    for i in range(0, len(fields) - 2, 3):
+        scope, origin, entry = fields[i], fields[i + 1], fields[i + 2]
+        if "\n" in entry:
+            key, value = entry.split("\n", 1)
+            parsed: str | None = value
+        else:
+            key, parsed = entry, None
+        where = f"{scope} {origin}".strip()
+        lowered = key.lower()
+        if lowered.startswith("sluice."):
+            sluice.setdefault(lowered, []).append(_Value(parsed, where))
+        elif lowered.startswith("remote.") and lowered.endswith(".url"):
+            remotes[key[len("remote.") : -len(".url")]] = parsed or ""
+    return sluice, remotes
+
+
+def _remote_refs(repo_dir: Path) -> list[tuple[str, str]]:
+    """Every remote-tracking ref with its symref target (one local git call)."""
+    proc = _git(repo_dir, "for-each-ref", "--format=%(refname)%00%(symref)", "refs/remotes/")
+    if proc.returncode != 0:
+        message = proc.stderr.decode(errors="replace").strip()
+        raise NotARepository(f"{repo_dir}: not a git repository ({message})")
+    refs = []
+    for line in proc.stdout.decode(errors="replace").splitlines():
+        refname, _, symref = line.partition("\0")
+        refs.append((refname, symref))
+    return refs
+
+
+def _tracking(refs: list[tuple[str, str]], remote: str) -> tuple[list[str], str | None]:
+    """The remote-tracking branches of ``remote`` and where its HEAD points, if anywhere."""
+    prefix = f"refs/remotes/{remote}/"
+    branches: list[str] = []
+    head: str | None = None
+    for refname, symref in refs:
+        if not refname.startswith(prefix):
+            continue
+        short = refname[len(prefix) :]
+        if short == "HEAD":
+            if symref.startswith(prefix):
+                head = symref[len(prefix) :]
+            continue
+        branches.append(short)
+    return branches, head
+
+
+def _remote_url(repo_dir: Path, remote: str, raw: str) -> str:
+    """The remote's URL after ``url.*.insteadOf`` rewriting (no network)."""
+    proc = _git(repo_dir, "ls-remote", "--get-url", remote)
+    if proc.returncode == 0:
+        url = proc.stdout.decode(errors="replace").strip()
+        if url:
+            return url
+    return raw
+
+
+# -------------------------------------------------------------------- validation
+
+
+def _floor() -> float:
+    raw = os.environ.get(TEST_MIN_DISCOVERY_ENV)
+    if raw is None or raw.strip() == "":
+        return MIN_INTERVAL
+    try:
+        value = parse_duration(raw)
+    except ValueError:
+        raise ConfigError(TEST_MIN_DISCOVERY_ENV, raw, f"a duration ({DURATION_FORM}); test-only") from None
+    return min(value, MIN_INTERVAL) if value > 0 else MIN_INTERVAL
+
+
+def _seconds_text(value: float) -> str:
+    return f"{int(value)}s" if value == int(value) else f"{value:g}s"
+
+
+def _duration(key: str, raw: str | None, floor: float) -> float:
+    form = f"a duration of at least {_seconds_text(floor)} (90s, 5m, 1h or seconds)"
+    if raw is None:
+        raise ConfigError(key, "(no value)", form)
+    try:
+        value = parse_duration(raw)
+    except ValueError:
+        raise ConfigError(key, raw, form) from None
+    if value < floor:
+        raise ConfigError(key, raw, form)
+    return value
+
+
+def _git_bool(key: str, raw: str | None) -> bool:
+    if raw is None:
+        return True
+    text = raw.strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    if re.fullmatch(r"[+-]?[0-9]+", text):
+        return int(text) != 0
+    raise ConfigError(key, raw, "a git boolean (true/false, yes/no, on/off, 1/0)")
+
+
+def _text(key: str, raw: str | None, form: str) -> str:
+    if raw is None or not raw.strip():
+        raise ConfigError(key, "(no value)" if raw is None else raw, form)
+    return raw.strip()
+
+
+def sanitise_host(name: str) -> str:
+    """A host name usable in lease trailers and pause notes: ``[A-Za-z0-9._-]``, 63 at most."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", name.strip())
+    cleaned = cleaned.lstrip(".-")[:63].rstrip(".-")
+    return cleaned or "localhost"
+
+
+def _branch_name(raw: str | None) -> str:
+    form = "a branch name of the remote (e.g. main), one per sluice.branch value"
+    text = _text("sluice.branch", raw, form)
+    if text.startswith("refs/heads/"):
+        text = text[len("refs/heads/") :]
+    if text.startswith("-") or any(c.isspace() or c in "~^:?*[\\" for c in text) or ".." in text:
+        raise ConfigError("sluice.branch", raw, form)
+    return text
+
+
+def _last(values: dict[str, list[_Value]], key: str) -> _Value | None:
+    found = values.get(key.lower())
+    return found[-1] if found else None
+
+
+def load_settings(repo_dir: Path | str, *, need_branches: bool = True) -> Settings:
+    """Read and validate every ``sluice.*`` setting for the repository at ``repo_dir``.
+
+    With ``need_branches=False`` (commands that take no branch in, such as
+    ``git sluice api``) an undeterminable default branch is not an error and
+    configured branches are not checked against the remote-tracking refs.
+    """
+    root = Path(repo_dir)
+    values, remote_urls = _read_config(root)  # first: a broken config file is a config error
+    remote_refs = _remote_refs(root)  # also proves this is a repository
+
+    unknown = sorted(key for key in values if key not in _CANONICAL)
+    if unknown:
+        # the value is not echoed: an unknown key is where a pasted token would land
+        raise ConfigError(unknown[0], "(value not shown)", "one of the known keys: " + ", ".join(KNOWN_KEYS))
+    for key, found in values.items():
+        if len(found) > 1 and _CANONICAL[key] not in MULTI_KEYS:
+            # git's own rule for single-valued keys: the last one wins
+            values[key] = [found[-1]]
+
+    origins: dict[str, tuple[str, str]] = {}
+
+    def record(key: str, shown: str, given: _Value | None) -> None:
+        origins[key] = (shown, given.origin if given is not None else "default")
+
+    floor = _floor()
+
+    # sluice.remote
+    given = _last(values, "sluice.remote")
+    remote = DEFAULT_REMOTE if given is None else _text("sluice.remote", given.value, "the name of a git remote")
+    if remote not in remote_urls:
+        known = ", ".join(sorted(remote_urls)) or "none configured"
+        raise ConfigError("sluice.remote", remote, f"the name of a configured git remote (known: {known})")
+    record("sluice.remote", remote, given)
+
+    # sluice.discovery / sluice.lease
+    given = _last(values, "sluice.discovery")
+    discovery = DEFAULT_DISCOVERY if given is None else _duration("sluice.discovery", given.value, floor)
+    record("sluice.discovery", _seconds_text(discovery), given)
+    given = _last(values, "sluice.lease")
+    lease = DEFAULT_LEASE if given is None else _duration("sluice.lease", given.value, floor)
+    record("sluice.lease", _seconds_text(lease), given)
+
+    # sluice.host
+    given = _last(values, "sluice.host")
+    if given is None:
+        host = sanitise_host(socket.gethostname())
+    else:
+        host = _text("sluice.host", given.value, "a host name of letters, digits, '.', '_' or '-' (63 at most)")
+        if not _HOST.match(host):
+            raise ConfigError(
+                "sluice.host", given.value, "a host name of letters, digits, '.', '_' or '-' (63 at most)"
+            )
+    record("sluice.host", host, given)
+
+    # sluice.repository
+    given = _last(values, "sluice.repository")
+    repo_form = "owner/name of the repository on GitHub (e.g. octo-org/widgets)"
+    if given is not None:
+        repository = _text("sluice.repository", given.value, repo_form)
+        pieces = repository.split("/")
+        if len(pieces) != 2 or not _OWNER.match(pieces[0]) or not _NAME.match(pieces[1]):
+            raise ConfigError("sluice.repository", repository, repo_form)
+    else:
+        url = _remote_url(root, remote, remote_urls[remote])
+        parsed = repository_from_url(url)
+        if parsed is None:
+            raise ConfigError(
+                "sluice.repository",
+                _UNSET,
+                f"{repo_form}; remote '{remote}' URL {redact_url(url)!r} names no GitHub repository",
+            )
+        repository = parsed
+    record("sluice.repository", repository, given)
+
+    # sluice.api / sluice.graphql
+    given = _last(values, "sluice.api")
+    api = DEFAULT_API if given is None else _check_endpoint("sluice.api", given.value or "")
+    record("sluice.api", api, given)
+    given = _last(values, "sluice.graphql")
+    graphql = graphql_from_api(api) if given is None else _check_endpoint("sluice.graphql", given.value or "")
+    record("sluice.graphql", graphql, given)
+
+    # sluice.enforce
+    given = _last(values, "sluice.enforce")
+    enforce = True if given is None else _git_bool("sluice.enforce", given.value)
+    record("sluice.enforce", "true" if enforce else "false", given)
+
+    # GitHub App
+    app_id, app_key_file, installation = _app_settings(root, values)
+    for key, value in (
+        ("sluice.appId", app_id),
+        ("sluice.appKeyFile", app_key_file),
+        ("sluice.installation", installation),
+    ):
+        record(key, value if value is not None else "", _last(values, key))
+
+    # sluice.branch
+    branches = _branches(_tracking(remote_refs, remote), remote, values.get("sluice.branch", []), need_branches)
+    branch_values = values.get("sluice.branch", [])
+    record("sluice.branch", ", ".join(branches), branch_values[-1] if branch_values else None)
+
+    return Settings(
+        remote=remote,
+        branches=branches,
+        discovery=discovery,
+        lease=lease,
+        host=host,
+        repository=repository,
+        api=api,
+        graphql=graphql,
+        app_id=app_id,
+        app_key_file=app_key_file,
+        installation=installation,
+        enforce=enforce,
+        origins=MappingProxyType(origins),
+    )
+
+
+def _app_settings(root: Path, values: dict[str, list[_Value]]) -> tuple[str | None, str | None, str | None]:
+    """GitHub App settings: all or nothing, because half an App configuration cannot sign in."""
+    id_value = _last(values, "sluice.appId")
+    key_value = _last(values, "sluice.appKeyFile")
+    inst_value = _last(values, "sluice.installation")
+
+    app_id = None
+    if id_value is not None:
+        app_id = _text("sluice.appId", id_value.value, "the GitHub App's numeric id")
+        if not _DIGITS.match(app_id):
+            raise ConfigError("sluice.appId", id_value.value, "the GitHub App's numeric id")
+    installation = None
+    if inst_value is not None:
+        installation = _text("sluice.installation", inst_value.value, "the App installation's numeric id")
+        if not _DIGITS.match(installation):
+            raise ConfigError("sluice.installation", inst_value.value, "the App installation's numeric id")
+    app_key_file = None
+    if key_value is not None:
+        raw = _text("sluice.appKeyFile", key_value.value, "the path of the App's private key (PEM file)")
+        path = Path(os.path.expanduser(raw))
+        if not path.is_absolute():
+            path = (root / path).resolve()
+        if not path.is_file():
+            raise ConfigError(
+                "sluice.appKeyFile", raw, "the path of the App's private key (PEM file); no file is there"
+            )
+        app_key_file = str(path)
+
+    if app_id is not None and app_key_file is None:
+        raise ConfigError("sluice.appKeyFile", _UNSET, "the path of the App's private key when sluice.appId is set")
+    if app_key_file is not None and app_id is None:
+        raise ConfigError("sluice.appId", _UNSET, "the GitHub App's numeric id when sluice.appKeyFile is set")
+    if installation is not None and app_id is None:
+        raise ConfigError("sluice.appId", _UNSET, "the GitHub App's numeric id when sluice.installation is set")
+    return app_id, app_key_file, installation
+
+
+def _branches(
+    tracking: tuple[list[str], str | None], remote: str, given: list[_Value], need_branches: bool
+) -> tuple[str, ...]:
+    """The configured branches, checked against what the remote has; else its default branch."""
+    configured: list[str] = []
+    for value in given:
+        name = _branch_name(value.value)
+        if name not in configured:
+            configured.append(name)
+    known, head = tracking
+    if configured:
+        if need_branches:
+            for name in configured:
+                if name not in known:
+                    listing = ", ".join(sorted(known)) or "none (run `git fetch " + remote + "`)"
+                    raise ConfigError(
+                        "sluice.branch",
+                        name,
+                        f"a branch of remote '{remote}' (known here: {listing})",
+                    )
+        return tuple(configured)
+    if head is not None and head in known:
+        return (head,)
+    for candidate in ("main", "master"):
+        if candidate in known:
+            return (candidate,)
+    if not need_branches:
+        return ()
+    listing = ", ".join(sorted(known)) or "none (run `git fetch " + remote + "`)"
+    raise ConfigError(
+        "sluice.branch",
+        _UNSET,
+        f"the branch(es) to take in: remote '{remote}' has no known default branch "
+        f"(branches known here: {listing})",
+    )
