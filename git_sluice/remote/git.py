@@ -1,0 +1,346 @@
+"""Every network operation on the git remote, through the user's own git CLI.
+
+Why the CLI and not libgit2 (design §5): only git's ``push --force-with-lease``
+gives a compare-and-swap that the *receiving* side checks under its ref lock,
+and only the CLI honours the user's credential helpers and ssh config.
+
+Outcomes are read from ``--porcelain`` per ref, never from the exit status
+alone: an "up to date" push exits 0 even when the expectation was "absent"
+(design §11), and a push that loses a race must be told apart from a remote
+that cannot be reached, because the first means "read again" and the second
+means "assume nothing".
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pygit2
+
+from ..clock import Clock, default_clock
+from ..errors import SluiceError
+from ..repo import GitFailed, Repo
+
+INTERNAL_ENV = "GIT_SLUICE_INTERNAL"
+"""Set to "1" for our own fetch/push, so our hooks can tell their own echo apart."""
+
+SLUICE_REFSPEC = "+refs/sluice/*:refs/sluice/*"
+"""The local mirror of the remote's coordination refs is ``refs/sluice/*`` itself."""
+
+RECORD_NAME = "git-sluice"
+RECORD_EMAIL = "sluice@localhost"
+
+_WON_FLAGS = frozenset(" +*-")
+_RACE_MARKERS = (
+    "stale info",  # our client saw a different value than we expected
+    "cannot lock ref",  # the receiving side's ref lock or old-value check failed
+    "failed to update ref",  # git < 2.45 reports the lock failure above only this way
+    "fetch first",
+    "already exists",
+    "incorrect old value",  # other servers' words for the same check
+    "lock error",
+)
+_UNKNOWN_MARKERS = ("remote failure", "failed to report status", "no report")
+_PORCELAIN_LINE = re.compile(r"^([ +\-*!=])\t([^\t]*)\t(.*)$")
+_LOCAL_CONTENTION = (
+    "cannot lock ref",
+    "unable to create",
+    ".lock': file exists",
+    "unable to update local ref",
+    "some local refs could not be updated",
+)
+_CREDENTIALS_IN_URL = re.compile(r"(?i)([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+_TOKEN_LIKE = re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{10,}|github_pat_[A-Za-z0-9_]{10,}|v1\.[0-9a-f]{40})\b")
+
+
+class RemoteUnreachable(SluiceError):
+    """The remote could not be talked to (network, authentication, no such remote).
+
+    Nothing is known about the refs: no write may be assumed won or lost.
+    """
+
+    def __init__(self, remote: str, operation: str, detail: str) -> None:
+        self.remote = remote
+        self.operation = operation
+        self.detail = detail
+        super().__init__(
+            f"cannot {operation} remote '{remote}': {detail or 'git gave no reason'} "
+            f"(check `git ls-remote {remote}` works from this host)"
+        )
+
+
+class RemoteRefused(SluiceError):
+    """The remote refused a coordination ref by its own rule (a hook, a protection).
+
+    This is not a race: retrying cannot help, a person must allow ``refs/sluice/*``.
+    """
+
+    def __init__(self, remote: str, ref: str, reason: str) -> None:
+        self.remote = remote
+        self.ref = ref
+        self.reason = reason
+        super().__init__(
+            f"remote '{remote}' refused {ref}: {reason}; git-sluice needs to create, update and "
+            "delete refs under refs/sluice/ (allow them in the server's hooks or protections)"
+        )
+
+
+def scrub(text: str) -> str:
+    """Remove credentials git might echo (URLs with user:token@, token-shaped words)."""
+    text = _CREDENTIALS_IN_URL.sub(r"\1***@", text)
+    return _TOKEN_LIKE.sub("***", text)
+
+
+@dataclass(frozen=True)
+class CasUpdate:
+    """Move ``ref`` to ``new`` only if the remote holds ``expected``.
+
+    ``new`` None deletes; ``expected`` None means the ref must be absent.
+    """
+
+    ref: str
+    new: str | None
+    expected: str | None
+
+
+@dataclass(frozen=True)
+class RefOutcome:
+    """What the remote said about one ref of a push (one ``--porcelain`` line)."""
+
+    ref: str
+    flag: str
+    summary: str
+    reason: str
+
+    @property
+    def won(self) -> bool:
+        """Updated, forced, created or deleted as asked."""
+        return self.flag in _WON_FLAGS
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.flag == "="
+
+    @property
+    def unknown(self) -> bool:
+        """The remote may or may not have applied it (it failed to report): read again."""
+        if self.flag == "?":
+            return True
+        text = f"{self.summary} {self.reason}".lower()
+        return self.flag == "!" and any(marker in text for marker in _UNKNOWN_MARKERS)
+
+    @property
+    def lost_race(self) -> bool:
+        """Another writer moved the ref first: read again, never retry blindly.
+
+        "Up to date" counts here: :meth:`RemoteGit.push_cas` never sends an
+        update whose new value equals its expected one, so ``=`` means the remote
+        already held our object *without our expectation having been checked*
+        (git skips the lease for a ref it need not move). Only a re-read tells
+        whose it is.
+        """
+        if self.flag == "=":
+            return True
+        if self.flag != "!" or self.unknown:
+            return False
+        text = f"{self.summary} {self.reason}".lower()
+        return any(marker in text for marker in _RACE_MARKERS)
+
+    @property
+    def refused(self) -> bool:
+        """Rejected for a reason that no re-read can change (hook, protection, policy)."""
+        return self.flag == "!" and not self.lost_race and not self.unknown
+
+
+def parse_porcelain(stdout: str) -> list[RefOutcome]:
+    """Read ``git push --porcelain`` output: ``<flag>\\t<from>:<to>\\t<summary> (<reason>)``.
+
+    Lines must not be stripped: the flag of a fast-forward is a space.
+    """
+    outcomes: list[RefOutcome] = []
+    for line in stdout.splitlines():
+        match = _PORCELAIN_LINE.match(line)
+        if match is None:
+            continue
+        flag, spec, rest = match.groups()
+        _, _, ref = spec.rpartition(":")
+        summary, reason = rest, ""
+        if rest.endswith(")") and " (" in rest:
+            summary, _, reason = rest.partition(" (")
+            reason = reason[:-1]
+        outcomes.append(RefOutcome(ref=ref, flag=flag, summary=summary.strip(), reason=reason.strip()))
+    return outcomes
+
+
+def _remote_lock_detail(stderr: str, ref: str) -> str:
+    """git < 2.45 prints the real reason of a failed ref update only on stderr."""
+    needle = f"'{ref}'"
+    for line in stderr.splitlines():
+        if needle in line and "lock" in line:
+            text = line.strip()
+            if text.startswith("remote:"):
+                text = text[len("remote:") :].strip()
+            if text.startswith("error:"):
+                text = text[len("error:") :].strip()
+            return text
+    return ""
+
+
+class RemoteGit:
+    """The git remote that holds ``refs/sluice/*``, reached only through the git CLI."""
+
+    def __init__(
+        self,
+        repo: Repo,
+        remote: str = "origin",
+        *,
+        clock: Clock | None = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.repo = repo
+        self.remote = remote
+        # Records carry this clock's time, so tests with fake time get distinct records.
+        self.clock = clock if clock is not None else default_clock()
+        self.timeout = timeout
+
+    # --- running git ---------------------------------------------------------
+
+    def _run_network(self, operation: str, args: list[str]) -> subprocess.CompletedProcess[str]:
+        cwd = self.repo.workdir if self.repo.workdir is not None else self.repo.git_dir
+        env = self.repo.git_env({INTERNAL_ENV: "1", "GIT_TERMINAL_PROMPT": "0"})
+        try:
+            return subprocess.run(
+                ["git", "-C", str(cwd), "-c", "core.hooksPath=/dev/null", *args],
+                capture_output=True,
+                text=True,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                timeout=self.timeout,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise RemoteUnreachable(self.remote, operation, f"no answer within {self.timeout:g} s") from exc
+        except OSError as exc:
+            raise RemoteUnreachable(self.remote, operation, f"cannot run git: {exc}") from exc
+
+    @staticmethod
+    def _last_words(stderr: str) -> str:
+        lines = [line.strip() for line in scrub(stderr).splitlines() if line.strip()]
+        fatal = [line for line in lines if line.lower().startswith(("fatal:", "error:"))]
+        chosen = fatal[:2] if fatal else lines[-2:]
+        return "; ".join(chosen)
+
+    # --- fetch ---------------------------------------------------------------
+
+    def fetch(self, *extra_refspecs: str) -> None:
+        """Bring ``refs/sluice/*`` (pruned: a lease deleted there disappears here) and extras.
+
+        Local ref-lock contention with another process of this clone fetching at
+        the same moment is retried a few times; anything else is the remote's fault.
+        """
+        args = [
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--prune",
+            "--no-write-fetch-head",
+            "--no-auto-gc",
+            "--no-recurse-submodules",
+            self.remote,
+            SLUICE_REFSPEC,
+            *extra_refspecs,
+        ]
+        attempts = 4
+        for attempt in range(1, attempts + 1):
+            proc = self._run_network("fetch from", args)
+            if proc.returncode == 0:
+                return
+            said = proc.stderr.lower()
+            local = any(marker in said for marker in _LOCAL_CONTENTION)
+            if not local:
+                raise RemoteUnreachable(self.remote, "fetch from", self._last_words(proc.stderr))
+            if attempt == attempts:
+                raise GitFailed(("fetch", self.remote), proc.returncode, scrub(proc.stderr))
+            self.clock.sleep(0.02 * attempt)
+
+    # --- compare-and-swap push ----------------------------------------------
+
+    def push_cas(self, updates: Sequence[CasUpdate]) -> list[RefOutcome]:
+        """Push every update in ONE connection, each ref under its own lease.
+
+        Not ``--atomic``: each ref is its own lease, and one lost race must not
+        undo a host's renewal of its other branches. Never ``--force`` or a ``+``
+        refspec, which would switch the lease off. Returns one outcome per update,
+        in order; a ref git said nothing about comes back with flag ``?``.
+        Won refs under ``refs/sluice/`` are mirrored locally at once.
+        """
+        if not updates:
+            return []
+        seen: set[str] = set()
+        for update in updates:
+            if not update.ref.startswith("refs/"):
+                raise ValueError(f"not a full ref name: {update.ref}")
+            if update.ref in seen:
+                raise ValueError(f"two updates of {update.ref} in one push")
+            seen.add(update.ref)
+            if update.new == update.expected:
+                # git would answer "up to date" without checking the lease at all.
+                raise ValueError(f"update of {update.ref} changes nothing; it would prove nothing")
+        args = ["push", "--porcelain", "--no-verify", "--no-recurse-submodules"]
+        for update in updates:
+            args.append(f"--force-with-lease={update.ref}:{update.expected or ''}")
+        args.append(self.remote)
+        for update in updates:
+            args.append(f"{update.new}:{update.ref}" if update.new else f":{update.ref}")
+        proc = self._run_network("push to", args)
+        reported = {o.ref: o for o in parse_porcelain(proc.stdout)}
+        if not reported and proc.returncode != 0:
+            raise RemoteUnreachable(self.remote, "push to", self._last_words(proc.stderr))
+        outcomes: list[RefOutcome] = []
+        for update in updates:
+            outcome = reported.get(update.ref)
+            if outcome is None:
+                outcome = RefOutcome(update.ref, "?", "[no report]", "git reported nothing for this ref")
+            elif outcome.flag == "!" and outcome.reason == "failed to update ref":
+                detail = _remote_lock_detail(proc.stderr, update.ref)
+                if detail:
+                    outcome = RefOutcome(outcome.ref, outcome.flag, outcome.summary, f"{outcome.reason}: {detail}")
+            outcomes.append(outcome)
+            if (outcome.won or outcome.up_to_date) and update.ref.startswith("refs/sluice/"):
+                # "=" too: the remote demonstrably holds `new`, whoever put it there.
+                self._mirror(update.ref, update.new)
+        return outcomes
+
+    def _mirror(self, ref: str, oid: str | None) -> None:
+        """Best effort: a fetch in flight may hold the lock; the next fetch corrects the mirror."""
+        for _ in range(3):
+            try:
+                self.repo.set_ref(ref, oid)
+                return
+            except pygit2.GitError:
+                self.clock.sleep(0.01)
+
+    # --- records -------------------------------------------------------------
+
+    def write_record(self, message: str) -> str:
+        """A parentless commit on the empty tree: a record ``git log -1`` can read."""
+        when = int(self.clock.time())
+        signature = pygit2.Signature(RECORD_NAME, RECORD_EMAIL, when, 0)
+        with self.repo.lock:
+            raw = self.repo.raw
+            tree = raw.TreeBuilder().write()
+            oid = raw.create_commit(None, signature, signature, message, tree, [])
+        return str(oid)
+
+    def read_message(self, oid: str) -> str | None:
+        """The commit message of ``oid``; None for a missing object or a non-commit."""
+        with self.repo.lock:
+            try:
+                obj = self.repo.raw.get(oid)
+            except (ValueError, pygit2.GitError, KeyError):
+                return None
+            if isinstance(obj, pygit2.Commit):
+                return obj.message
+        return None

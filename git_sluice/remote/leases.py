@@ -1,0 +1,211 @@
+"""The I/O side of the lease: read marks, push takes / renewals / take-overs, let go.
+
+Decisions come from :func:`.lease.decide`; this module only gathers what it
+needs (the local mirror of the remote's refs, this host's observations) and
+carries out what it says, with one compare-and-swap push per call however
+many branches are held (design §5: one connection per renewal, not one per
+branch). A lost race is answered by fetching and reading again, never by
+pushing again in the same call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .. import __version__
+from ..clock import Clock
+from ..repo import Repo
+from .git import CasUpdate, RemoteGit, RemoteRefused
+from .lease import (
+    MARK_ROLES,
+    ROLES,
+    Decision,
+    LeaseRecord,
+    LeaseView,
+    Mark,
+    check_name,
+    decide,
+    lease_ref,
+    lease_view,
+)
+from .observe import ObservationStore
+
+_DONE = {"take": "took the lease", "renew": "renewed the lease", "take_over": "took the lease over"}
+
+
+@dataclass(frozen=True)
+class _Assessment:
+    branch: str
+    mark: Mark | None
+    view: LeaseView
+    decision: Decision
+
+
+class LeaseKeeper:
+    """Holds (or defers on) the intake lease of some branches for one host in one role."""
+
+    def __init__(
+        self,
+        repo: Repo,
+        remote: RemoteGit,
+        *,
+        host: str,
+        role: str,
+        lease: float,
+        clock: Clock,
+        observations: ObservationStore | None = None,
+        version: str = __version__,
+    ) -> None:
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r} (one of {', '.join(ROLES)})")
+        if not lease > 0:
+            raise ValueError(f"lease must be positive, got {lease!r}")
+        self.repo = repo
+        self.remote = remote
+        self.host = check_name("host", host)
+        self.role = role
+        self.lease = float(lease)
+        self.clock = clock
+        self.version = version
+        self.observations = observations or ObservationStore(repo.sluice_dir, clock)
+
+    # --- reading -------------------------------------------------------------
+
+    def _mark(self, oid: str | None) -> Mark | None:
+        if oid is None:
+            return None
+        message = self.remote.read_message(oid)
+        record = LeaseRecord.parse(message) if message is not None else None
+        return Mark(oid, record)
+
+    def _assess(self, branches: Sequence[str]) -> dict[str, _Assessment]:
+        oids = {lease_ref(b): self.repo.ref(lease_ref(b)) for b in branches}
+        seen = self.observations.observe_many(oids)
+        now = self.clock.monotonic()
+        result: dict[str, _Assessment] = {}
+        for branch in branches:
+            ref = lease_ref(branch)
+            mark = self._mark(oids[ref])
+            observed_for = self.observations.observed_for(seen[ref])
+            written = None
+            if mark is not None and mark.record is not None and mark.record.holder == self.host:
+                written = self.observations.written_at(ref, mark.oid)
+            decision = decide(
+                me=self.host,
+                role=self.role,
+                mark=mark,
+                observed_for=observed_for,
+                now_mono=now,
+                lease=self.lease,
+                last_renewed=written,
+            )
+            view = lease_view(
+                branch=branch,
+                me=self.host,
+                mark=mark,
+                observed_for=observed_for,
+                written_ago=None if written is None else max(0.0, now - written),
+                lease=self.lease,
+                note=decision.reason,
+            )
+            result[branch] = _Assessment(branch, mark, view, decision)
+        return result
+
+    def read(self, branch: str) -> LeaseView:
+        """The branch's lease as last fetched (no network); records the observation."""
+        return self._assess([branch])[branch].view
+
+    def read_all(self, branches: Sequence[str]) -> dict[str, LeaseView]:
+        return {b: a.view for b, a in self._assess(list(branches)).items()}
+
+    # --- writing -------------------------------------------------------------
+
+    def _record_for(self, assessment: _Assessment) -> LeaseRecord:
+        decision = assessment.decision
+        role = decision.write_role or self.role
+        mark = assessment.mark
+        if decision.action == "renew" and mark is not None and mark.record is not None:
+            return mark.record.renewed(role=role, lease=self.lease, version=self.version)
+        return LeaseRecord(self.host, role, self.lease, 0, self.version)
+
+    def ensure(self, branches: Sequence[str], *, fetch: bool = True) -> dict[str, LeaseView]:
+        """Take, renew or take over what the decisions say, in one push; return the views.
+
+        ``fetch=False`` when the caller fetched ``refs/sluice/*`` just before.
+        A lost race (or an unreported outcome) fetches once and reads again; the
+        next call decides afresh. :class:`RemoteUnreachable` propagates with
+        nothing assumed won; :class:`RemoteRefused` is raised after the wins of
+        the same push are recorded.
+        """
+        branches = list(dict.fromkeys(branches))
+        if fetch:
+            self.remote.fetch()
+        assessed = self._assess(branches)
+        wanted = [a for a in assessed.values() if a.decision.writes and self.role in MARK_ROLES]
+        if not wanted:
+            return {b: a.view for b, a in assessed.items()}
+        updates: list[CasUpdate] = []
+        for assessment in wanted:
+            record = self._record_for(assessment)
+            oid = self.remote.write_record(record.to_message(assessment.branch))
+            expected = assessment.mark.oid if assessment.mark is not None else None
+            updates.append(CasUpdate(lease_ref(assessment.branch), oid, expected))
+        started = self.clock.monotonic()
+        outcomes = self.remote.push_cas(updates)
+        won = {o.ref: u.new for u, o in zip(updates, outcomes) if o.won}
+        if won:
+            self.observations.wrote(won, at=started)
+        notes: dict[str, str] = {}
+        reread: list[str] = []
+        refused = None
+        for assessment, update, outcome in zip(wanted, updates, outcomes):
+            action = assessment.decision.action
+            if outcome.won:
+                notes[assessment.branch] = f"{_DONE[action]}: {assessment.decision.reason}"
+            elif outcome.refused:
+                refused = refused or outcome
+                notes[assessment.branch] = f"refused by the remote: {outcome.reason or outcome.summary}"
+            else:
+                reread.append(assessment.branch)
+                notes[assessment.branch] = f"lost the race to {action.replace('_', ' ')}; read again"
+        if reread:
+            self.remote.fetch()
+            unknown = {
+                u.ref: u.new
+                for u, o in zip(updates, outcomes)
+                if o.unknown and u.new is not None and self.repo.ref(u.ref) == u.new
+            }
+            if unknown:
+                # the remote applied a push it failed to report: it is ours, from `started`
+                self.observations.wrote(unknown, at=started)
+        final = self._assess(branches)
+        views = {b: a.view.with_note(notes.get(b, a.view.note)) for b, a in final.items()}
+        if refused is not None:
+            raise RemoteRefused(self.remote.remote, refused.ref, refused.reason or refused.summary)
+        return views
+
+    def release(self, branches: Sequence[str]) -> None:
+        """Delete this host's marks of this role (CAS on the object id last seen).
+
+        A mark renewed meanwhile by another process of the host, or taken by
+        another host, is left alone: the lease is not ours to drop then.
+        """
+        updates: list[CasUpdate] = []
+        for branch in dict.fromkeys(branches):
+            ref = lease_ref(branch)
+            mark = self._mark(self.repo.ref(ref))
+            if mark is None or mark.record is None:
+                continue
+            if mark.record.holder != self.host or mark.record.role != self.role:
+                continue
+            updates.append(CasUpdate(ref, None, mark.oid))
+        if not updates:
+            return
+        outcomes = self.remote.push_cas(updates)
+        gone = {o.ref: None for o in outcomes if o.won}
+        if gone:
+            self.observations.wrote(gone, at=self.clock.monotonic())
+        for outcome in outcomes:
+            if outcome.refused:
+                raise RemoteRefused(self.remote.remote, outcome.ref, outcome.reason or outcome.summary)

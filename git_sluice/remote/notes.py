@@ -1,0 +1,289 @@
+"""Pause notes: a spent allowance stops every host that shares the pool (design §6).
+
+Host first, then the fleet: the forge writes the pause into the host store,
+then publishes it here as ``refs/sluice/pause/<pool-id>/<resource>``. Other
+hosts adopt it at their next fetch of ``refs/sluice/*``. Writes are
+compare-and-swap pushes; on a race the notes are merged (the later ``until``
+wins, the epoch becomes the larger plus one) and the push is tried again a
+bounded number of times. When the pause ends, exactly one host across the
+fleet claims the probe on the note; after the pause closes, the note goes.
+
+A note carries no token and no raw installation or user id: the pool is
+named by its pool id only, and the message says nothing else about it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from .. import __version__
+from ..clock import Clock
+from ..errors import SluiceError
+from ..repo import Repo
+from .git import CasUpdate, RemoteGit, RemoteRefused
+from .lease import check_name, format_seconds, parse_trailers
+from .observe import ObservationStore
+
+PAUSE_PREFIX = "refs/sluice/pause/"
+CLASSES = ("primary", "secondary", "unknown")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_component(kind: str, value: str) -> str:
+    """Pool ids and resource names become ref components: keep them plain."""
+    if not _NAME.match(value) or ".." in value or value.endswith(".lock"):
+        raise ValueError(f"{kind} {value!r} cannot name a pause ref (letters, digits, '.', '_', '-')")
+    return value
+
+
+def pause_ref(pool: str, resource: str) -> str:
+    return f"{PAUSE_PREFIX}{check_component('pool id', pool)}/{check_component('resource', resource)}"
+
+
+class PublishFailed(SluiceError):
+    """The pause note kept losing races; the host's own pause still holds."""
+
+    def __init__(self, ref: str, attempts: int) -> None:
+        self.ref = ref
+        super().__init__(
+            f"could not publish {ref} after {attempts} attempts (other hosts kept moving it); "
+            "this host stays paused and other hosts will learn of the pause from their own calls"
+        )
+
+
+@dataclass(frozen=True)
+class PauseNote:
+    """One (pool, resource) pause as published: until when, why, which epoch, who saw it."""
+
+    pool: str
+    resource: str
+    until: float
+    cls: str
+    epoch: int
+    host: str
+    probe: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return pause_ref(self.pool, self.resource)
+
+    def check(self) -> PauseNote:
+        pause_ref(self.pool, self.resource)
+        check_name("host", self.host)
+        if self.probe is not None:
+            check_name("probe host", self.probe)
+        if self.cls not in CLASSES:
+            raise ValueError(f"pause class {self.cls!r} is not one of {', '.join(CLASSES)}")
+        if not math.isfinite(self.until) or self.until < 0:
+            raise ValueError(f"pause until {self.until!r} is not a time")
+        if self.epoch < 0:
+            raise ValueError(f"epoch {self.epoch} is negative")
+        return self
+
+    def to_message(self, version: str = __version__) -> str:
+        self.check()
+        lines = [
+            f"git-sluice pause of {self.resource} for pool {self.pool}",
+            "",
+            f"Until: {format_seconds(round(self.until, 3))}",
+            f"Class: {self.cls}",
+            f"Epoch: {self.epoch}",
+            f"Host: {self.host}",
+        ]
+        if self.probe is not None:
+            lines.append(f"Probe: {self.probe}")
+        lines.append(f"Sluice-Version: {check_name('version', version)}")
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def parse(cls, pool: str, resource: str, message: str) -> PauseNote | None:
+        """The note at ``refs/sluice/pause/<pool>/<resource>``; None for anything else."""
+        trailers = parse_trailers(message)
+        try:
+            note = cls(
+                pool=pool,
+                resource=resource,
+                until=float(trailers["until"]),
+                cls=trailers["class"],
+                epoch=int(trailers["epoch"]),
+                host=trailers["host"],
+                probe=trailers.get("probe") or None,
+            )
+            if not trailers.get("sluice-version"):
+                return None
+            return note.check()
+        except (KeyError, ValueError):
+            return None
+
+    def with_probe(self, host: str | None) -> PauseNote:
+        return dataclasses.replace(self, probe=host)
+
+
+def merge(a: PauseNote, b: PauseNote) -> PauseNote:
+    """Two hosts published the same pause: the later ``until`` wins, the epoch moves past both.
+
+    Ties break on epoch, then host name, so every host merges alike.
+    """
+    if (a.pool, a.resource) != (b.pool, b.resource):
+        raise ValueError(f"cannot merge pauses of {a.pool}/{a.resource} and {b.pool}/{b.resource}")
+    winner = max((a, b), key=lambda n: (n.until, n.epoch, n.host))
+    return dataclasses.replace(winner, epoch=max(a.epoch, b.epoch) + 1)
+
+
+class PauseStore(Protocol):
+    """The part of the forge's host store that takes pauses in from other hosts."""
+
+    def adopt(self, pool: str, resource: str, until: float, cls: str, *, source: str) -> object: ...
+
+
+class PauseNotes:
+    """This host's view of, and writes to, the fleet's pause notes."""
+
+    def __init__(
+        self,
+        repo: Repo,
+        remote: RemoteGit,
+        *,
+        host: str,
+        clock: Clock,
+        attempts: int = 5,
+        probe_timeout: float = 120.0,
+        observations: ObservationStore | None = None,
+        version: str = __version__,
+    ) -> None:
+        self.repo = repo
+        self.remote = remote
+        self.host = check_name("host", host)
+        self.clock = clock
+        self.attempts = max(1, attempts)
+        # A host that claimed the probe and died must not hold the fleet paused forever.
+        self.probe_timeout = probe_timeout
+        self.version = version
+        self.observations = observations or ObservationStore(repo.sluice_dir, clock)
+
+    # --- reading -------------------------------------------------------------
+
+    def _note_at(self, pool: str, resource: str, oid: str | None) -> PauseNote | None:
+        if oid is None:
+            return None
+        message = self.remote.read_message(oid)
+        if message is None:
+            return None
+        return PauseNote.parse(pool, resource, message)
+
+    def read(self, pool: str, resource: str) -> PauseNote | None:
+        """The note for (pool, resource) in the local mirror, as last fetched."""
+        return self._note_at(pool, resource, self.repo.ref(pause_ref(pool, resource)))
+
+    def local(self) -> list[PauseNote]:
+        """Every readable note in the local mirror (garbage is skipped)."""
+        notes: list[PauseNote] = []
+        for ref, oid in sorted(self.repo.refs_under(PAUSE_PREFIX).items()):
+            parts = ref[len(PAUSE_PREFIX) :].split("/")
+            if len(parts) != 2:
+                continue
+            try:
+                pause_ref(*parts)
+            except ValueError:
+                continue
+            note = self._note_at(parts[0], parts[1], oid)
+            if note is not None:
+                notes.append(note)
+        return notes
+
+    # --- writing -------------------------------------------------------------
+
+    def _push(self, ref: str, new: str | None, expected: str | None) -> bool:
+        """One CAS; True if won, False if the race was lost (the mirror is then re-fetched)."""
+        outcome = self.remote.push_cas([CasUpdate(ref, new, expected)])[0]
+        if outcome.won:
+            return True
+        if outcome.refused:
+            raise RemoteRefused(self.remote.remote, ref, outcome.reason or outcome.summary)
+        self.remote.fetch()
+        return False
+
+    def publish(self, note: PauseNote) -> PauseNote:
+        """Put ``note`` on the remote, merged with whatever is there; return what stands.
+
+        A note already there that lasts at least as long is left as it is and
+        returned: the fleet already knows.
+        """
+        note.check()
+        ref = note.ref
+        for _ in range(self.attempts):
+            oid = self.repo.ref(ref)
+            current = self._note_at(note.pool, note.resource, oid)
+            if current is not None and current.until >= note.until:
+                return current
+            to_write = merge(current, note) if current is not None else note
+            new = self.remote.write_record(to_write.to_message(self.version))
+            if self._push(ref, new, oid):
+                return to_write
+        raise PublishFailed(ref, self.attempts)
+
+    def claim_probe(self, pool: str, resource: str) -> bool:
+        """Claim the one probe across hosts for this pause; True if this host may probe.
+
+        Fetches first, so a claim another host already made costs no push. No
+        note (the pause was closed, or never published) means nothing to share:
+        this host may probe. A claim left standing unchanged for
+        ``probe_timeout`` by this host's own observation is taken over.
+        """
+        ref = pause_ref(pool, resource)
+        self.remote.fetch()
+        for _ in range(self.attempts):
+            oid = self.repo.ref(ref)
+            seen = self.observations.observe(ref, oid)
+            note = self._note_at(pool, resource, oid)
+            if oid is None:
+                return True
+            if note is not None and note.probe == self.host:
+                return True
+            if note is not None and note.probe is not None:
+                stood = self.observations.observed_for(seen)
+                if stood is None or stood < self.probe_timeout:
+                    return False
+            if note is None:
+                # garbage where a note should be: replace it with a note this host can claim
+                note = PauseNote(pool, resource, self.clock.time(), "unknown", 0, self.host)
+            new = self.remote.write_record(note.with_probe(self.host).to_message(self.version))
+            if self._push(ref, new, oid):
+                return True
+        return False
+
+    def close(self, pool: str, resource: str) -> None:
+        """Delete the note once its pause has closed; a note for a later pause stays."""
+        ref = pause_ref(pool, resource)
+        for _ in range(self.attempts):
+            oid = self.repo.ref(ref)
+            if oid is None:
+                return
+            note = self._note_at(pool, resource, oid)
+            if note is not None and note.until > self.clock.time():
+                return
+            if self._push(ref, None, oid):
+                self.observations.forget([ref])
+                return
+
+    # --- adoption ------------------------------------------------------------
+
+    def adopt_into(self, store: PauseStore, notes: Iterable[PauseNote] | None = None) -> int:
+        """Hand every note still running to the host store; returns how many were handed.
+
+        Notes whose ``until`` has passed are skipped: there is nothing left to
+        pause. The store is expected to treat a pause it already has as a no-op.
+        """
+        now = self.clock.time()
+        adopted = 0
+        for note in self.local() if notes is None else notes:
+            if note.until <= now:
+                continue
+            store.adopt(note.pool, note.resource, note.until, note.cls, source=note.host)
+            adopted += 1
+        return adopted
