@@ -1,0 +1,326 @@
+"""Credentials, and the pool id that names an allowance without revealing it.
+
+A token is looked for in the order people expect from GitHub's own tools:
+``GH_TOKEN``, ``GITHUB_TOKEN``, ``git credential fill`` for the API host, then
+``gh auth token``. A GitHub App (``sluice.appId``, ``sluice.appKeyFile``,
+``sluice.installation``) mints a short JWT locally and exchanges it for an
+installation token that lives in memory only and is renewed before it expires.
+
+The **pool id** is what every host calls the allowance, in refs and output: a
+short hash of the API host and the installation (App) or the user id (learned
+once per token with ``GET /user`` and remembered in the host state dir under
+the token's hash, never the token). Where neither can be learned it is a hash
+of the token's own hash, so it still names the allowance and reveals nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Mapping, Protocol
+from urllib.parse import urlsplit
+
+import httpx
+
+from ..clock import Clock
+from ..errors import SluiceError
+
+log = logging.getLogger("git_sluice")
+
+
+class NoCredentials(SluiceError):
+    """No token could be found anywhere git-sluice looks."""
+
+    exit_code = 2
+
+
+class AppAuthError(SluiceError):
+    """The GitHub App could not be authenticated (key unreadable, exchange refused)."""
+
+    exit_code = 2
+
+
+def token_digest(token: str) -> str:
+    """A one-way name for a token, safe to write down."""
+    return hashlib.sha256(b"git-sluice-token\0" + token.encode()).hexdigest()[:32]
+
+
+def pool_id(api_host: str, kind: str, ident: str) -> str:
+    """The pool's name on every host: the same inputs give the same 12 hex digits."""
+    digest = hashlib.sha256(f"git-sluice-pool\0{api_host.lower()}\0{kind}\0{ident}".encode()).hexdigest()
+    return digest[:12]
+
+
+def api_host(api: str) -> str:
+    return (urlsplit(api).hostname or api).lower()
+
+
+class Credentials(Protocol):
+    source: str
+
+    def token(self) -> str:
+        """A token good for the next call (an App renews its own)."""
+
+    def pool_id(self) -> str:
+        """The pool this token spends."""
+
+
+@dataclass
+class StaticToken:
+    """A personal or OAuth token: its pool is its user's, learned once."""
+
+    value: str
+    source: str
+    api: str
+    resolver: "UserPoolResolver"
+
+    def token(self) -> str:
+        return self.value
+
+    def pool_id(self) -> str:
+        return self.resolver.pool_for(self.value)
+
+    def __repr__(self) -> str:  # never show the token, not even in a debugger or a crash trace
+        return f"StaticToken(source={self.source!r})"
+
+
+class UserPoolResolver:
+    """Learns a token's user id once (``GET /user``) and remembers it under the token's hash."""
+
+    def __init__(self, api: str, state_dir: Path, *, transport: httpx.BaseTransport | None = None) -> None:
+        self.api = api.rstrip("/")
+        self.path = state_dir / "pools.json"
+        self.transport = transport
+        self._cache: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def pool_for(self, token: str) -> str:
+        digest = token_digest(token)
+        with self._lock:
+            if digest in self._cache:
+                return self._cache[digest]
+            known = self._load().get(digest)
+            if isinstance(known, str):
+                self._cache[digest] = known
+                return known
+            user_id = self._ask_user(token)
+            host = api_host(self.api)
+            if user_id is None:
+                # not learnable now (GitHub down, limited): name it by the token's hash, for this process only
+                return pool_id(host, "token", digest)
+            pid = pool_id(host, "user", user_id)
+            self._cache[digest] = pid
+            self._remember(digest, pid)
+            return pid
+
+    def _ask_user(self, token: str) -> str | None:
+        try:
+            with httpx.Client(transport=self.transport, timeout=10.0) as client:
+                answer = client.get(
+                    f"{self.api}/user",
+                    headers={"Authorization": f"token {token}", "Accept": "application/vnd.github+json"},
+                )
+            if answer.status_code != 200:
+                log.warning("GET /user answered %s: pool named by the token's hash for now", answer.status_code)
+                return None
+            ident = answer.json().get("id")
+            return str(ident) if ident is not None else None
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            log.warning("GET /user failed (%s): pool named by the token's hash for now", type(exc).__name__)
+            return None
+
+    def _load(self) -> dict[str, object]:
+        try:
+            data = json.loads(self.path.read_text())
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _remember(self, digest: str, pid: str) -> None:
+        data = self._load()
+        data[digest] = pid
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = self.path.with_name(f".pools.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, self.path)
+
+
+class AppInstallation:
+    """A GitHub App installation token, minted from a local JWT and held in memory only."""
+
+    RENEW_BEFORE = 300.0  # seconds before expiry
+
+    def __init__(
+        self,
+        *,
+        api: str,
+        app_id: str,
+        key_file: str,
+        installation: str,
+        clock: Clock,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.api = api.rstrip("/")
+        self.app_id = app_id
+        self.key_file = key_file
+        self.installation = installation
+        self.clock = clock
+        self.transport = transport
+        self.source = f"GitHub App {app_id}, installation {installation}"
+        self._token: str | None = None
+        self._expires_at = 0.0
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"AppInstallation(app_id={self.app_id!r}, installation={self.installation!r})"
+
+    def pool_id(self) -> str:
+        return pool_id(api_host(self.api), "installation", str(self.installation))
+
+    def jwt(self) -> str:
+        import jwt  # PyJWT
+
+        try:
+            key = Path(self.key_file).expanduser().read_text()
+        except OSError as exc:
+            raise AppAuthError(
+                f"sluice.appKeyFile={self.key_file}: cannot read the App's private key ({exc.strerror})"
+            ) from None
+        now = int(self.clock.time())
+        try:
+            return jwt.encode({"iat": now - 60, "exp": now + 540, "iss": str(self.app_id)}, key, algorithm="RS256")
+        except Exception as exc:  # a malformed key raises several types inside cryptography
+            raise AppAuthError(
+                f"sluice.appKeyFile={self.key_file}: not a usable RSA private key (PEM) ({type(exc).__name__})"
+            ) from None
+
+    def token(self) -> str:
+        with self._lock:
+            if self._token is None or self.clock.time() >= self._expires_at - self.RENEW_BEFORE:
+                self._mint()
+            assert self._token is not None
+            return self._token
+
+    def _mint(self) -> None:
+        url = f"{self.api}/app/installations/{self.installation}/access_tokens"
+        try:
+            with httpx.Client(transport=self.transport, timeout=15.0) as client:
+                answer = client.post(
+                    url, headers={"Authorization": f"Bearer {self.jwt()}", "Accept": "application/vnd.github+json"}
+                )
+        except httpx.HTTPError as exc:
+            raise AppAuthError(f"could not reach {self.api} to mint an installation token ({type(exc).__name__})") from None
+        if answer.status_code != 201:
+            message = ""
+            try:
+                message = str(answer.json().get("message", ""))
+            except ValueError:
+                pass
+            raise AppAuthError(
+                f"GitHub refused an installation token for app {self.app_id}, installation "
+                f"{self.installation}: {answer.status_code} {message}".strip()
+            )
+        data = answer.json()
+        self._token = str(data["token"])
+        try:
+            self._expires_at = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00")).timestamp()
+        except (KeyError, ValueError):
+            self._expires_at = self.clock.time() + 3600
+
+
+Runner = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def _credential_fill(host: str, run: Runner) -> str | None:
+    if not shutil.which("git"):
+        return None
+    # never prompt: a background round has no one to answer
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_ASKPASS", "SSH_ASKPASS")}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    try:
+        done = run(
+            ["git", "-c", "credential.interactive=never", "credential", "fill"],
+            input=f"protocol=https\nhost={host}\n\n",
+            capture_output=True,
+            text=True,
+            timeout=10,
+            env=env,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    for line in done.stdout.splitlines():
+        if line.startswith("password="):
+            return line.split("=", 1)[1] or None
+    return None
+
+
+def _gh_auth_token(host: str, run: Runner) -> str | None:
+    if not shutil.which("gh"):
+        return None
+    args = ["gh", "auth", "token"]
+    if host not in ("github.com", "api.github.com"):
+        args += ["--hostname", host]
+    try:
+        done = run(args, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    token = done.stdout.strip()
+    return token if done.returncode == 0 and token else None
+
+
+def find_token(api: str, env: Mapping[str, str] | None = None, run: Runner = subprocess.run) -> tuple[str, str] | None:
+    """(token, where it came from), first found; never logs or prints the token."""
+    env = os.environ if env is None else env
+    for name in ("GH_TOKEN", "GITHUB_TOKEN"):
+        value = env.get(name, "").strip()
+        if value:
+            return value, name
+    host = api_host(api)
+    hosts = [host] + (["github.com"] if host == "api.github.com" else [])
+    for candidate in hosts:
+        token = _credential_fill(candidate, run)
+        if token:
+            return token, f"git credential ({candidate})"
+    web_host = "github.com" if host == "api.github.com" else host
+    token = _gh_auth_token(web_host, run)
+    if token:
+        return token, "gh auth token"
+    return None
+
+
+def credentials_from_settings(
+    *,
+    api: str,
+    app_id: str | None,
+    app_key_file: str | None,
+    installation: str | None,
+    state_dir: Path,
+    clock: Clock,
+    transport: httpx.BaseTransport | None = None,
+) -> Credentials:
+    """The credentials the settings call for; raises NoCredentials with what to do."""
+    if app_id:
+        if not app_key_file or not installation:
+            raise NoCredentials("sluice.appId is set: also set sluice.appKeyFile and sluice.installation")
+        return AppInstallation(
+            api=api, app_id=app_id, key_file=app_key_file, installation=installation, clock=clock, transport=transport
+        )
+    found = find_token(api)
+    if found is None:
+        raise NoCredentials(
+            "no GitHub token found: set GH_TOKEN or GITHUB_TOKEN, store one with "
+            f"`git credential approve` for {api_host(api)}, log in with `gh auth login`, "
+            "or configure a GitHub App (sluice.appId, sluice.appKeyFile, sluice.installation)"
+        )
+    token, source = found
+    return StaticToken(value=token, source=source, api=api, resolver=UserPoolResolver(api, state_dir, transport=transport))
