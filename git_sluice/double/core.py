@@ -1,0 +1,336 @@
+"""The GitHub double's Python face: the state a test drives and the ledger it reads.
+
+Tests, the benchmark and ``git sluice demo`` build a GitHub with these methods
+(users, tokens, apps, repositories, pull requests, checks), turn the knobs
+that decide how its limits answer, switch faults on, and then assert on the
+ledger of what reached it. The HTTP side (``server.py``) and the request
+pipeline (``pipeline.py``) only read this object, under its lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..clock import Clock, SystemClock
+from .faults import Faults
+from .ledger import Call, Ledger
+from .limits import Limits, Secondary
+from .model import (
+    CHECK_CONCLUSIONS,
+    CHECK_STATUSES,
+    MERGEABLE_STATES,
+    REVIEW_STATES,
+    STATUS_STATES,
+    CheckRun,
+    CommitStatus,
+    DoubleError,
+    PullRequest,
+    Review,
+    World,
+    fake_sha,
+)
+
+
+class GitHubDouble:
+    """A GitHub that answers like GitHub for what git-sluice reads, and counts every call."""
+
+    def __init__(self, clock: Clock | None = None, html_url: str = "https://github.com") -> None:
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.html_url = html_url.rstrip("/")
+        self.lock = threading.RLock()
+        self.world = World()
+        self.limits = Limits()
+        self.secondary = Secondary()
+        self._ledger = Ledger()
+        self._faults = Faults()
+        # Knobs: how a spent or abused allowance answers.
+        self.primary_status: int = 403
+        self.secondary_status: int = 403
+        self.secondary_concurrency: int = 100
+        self.secondary_points_per_minute: dict[str, int] = {"core": 900, "graphql": 2000}
+        self.secondary_retry_after: int | str | None = 60
+        self.installation_token_ttl: float = 3600.0
+        # GitHub's /rate_limit has been seen reporting a full GraphQL bucket while
+        # the live headers said it was spent; switch this on to reproduce it.
+        self.rate_limit_misreports_graphql: bool = False
+        # A 304 has been seen carrying the ETag in strong form; on to reproduce it.
+        self.etag_304_strong: bool = False
+
+    def _now(self) -> int:
+        return int(self.clock.time())
+
+    def _touch(self, pr: PullRequest) -> None:
+        pr.updated_at = max(self._now(), pr.updated_at + 1)
+
+    # -- people and credentials -------------------------------------------------
+    def add_user(self, login: str) -> str:
+        """Make a user; returns its pool name ("user:LOGIN"), which all its tokens share."""
+        with self.lock:
+            return self.world.add_user(login)
+
+    def add_token(self, token: str, user: str, repos: list[str] | None = None) -> str:
+        """A user's token (made user if new); ``repos`` limits it like a fine-grained token."""
+        with self.lock:
+            return self.world.add_token(token, user, repos)
+
+    def add_app(self, app_id: int, public_key_pem: str | bytes, slug: str | None = None) -> str:
+        with self.lock:
+            return self.world.add_app(app_id, public_key_pem, slug)
+
+    def add_installation(
+        self, app_id: int, installation_id: int, repos: list[str], account: str | None = None
+    ) -> str:
+        """An App installation on ``repos``; returns its pool ("installation:ID")."""
+        with self.lock:
+            return self.world.add_installation(app_id, installation_id, repos, account)
+
+    def set_limit(self, pool: str, resource: str, limit: int, window: float | None = None) -> None:
+        """Set a pool's allowance for one resource ("anon" is the unauthenticated pool)."""
+        with self.lock:
+            if window is None:
+                window = self.limits.bucket(pool, resource, self.clock.time()).window
+            self.limits.set_limit(pool, resource, limit, window)
+
+    # -- repositories and pull requests ----------------------------------------
+    def add_repo(self, full_name: str, default_branch: str = "main", private: bool = False) -> str:
+        with self.lock:
+            return self.world.add_repo(full_name, default_branch, private, self._now()).full_name
+
+    def open_pr(
+        self,
+        repo: str,
+        head_ref: str,
+        base: str | None = None,
+        title: str = "",
+        author: str = "alice",
+        draft: bool = False,
+        head_sha: str | None = None,
+        body: str = "",
+    ) -> int:
+        """Open a pull request; numbers run 1, 2, 3… per repository and are never reused."""
+        with self.lock:
+            r = self.world.repo(repo)
+            self.world.add_user(author)
+            number = r.next_number
+            r.next_number += 1
+            now = self._now()
+            sha = head_sha or fake_sha(repo, number, 0)
+            r.pulls[number] = PullRequest(
+                repo=repo,
+                number=number,
+                id=self.world.next_id("pull"),
+                title=title or f"Pull request {number}",
+                author=author,
+                head_ref=head_ref,
+                base=base or r.default_branch,
+                head_sha=sha,
+                draft=bool(draft),
+                created_at=now,
+                updated_at=now,
+                commits=[sha],
+                body=body,
+            )
+            return number
+
+    def push_pr(self, repo: str, number: int, sha: str | None = None) -> str:
+        """A new head commit; returns its 40-hex sha and moves updated_at."""
+        with self.lock:
+            pr = self.world.pr(repo, number)
+            new = sha or fake_sha(repo, number, len(pr.commits))
+            pr.commits.append(new)
+            pr.head_sha = new
+            self._touch(pr)
+            return new
+
+    def edit_title(self, repo: str, number: int, title: str) -> None:
+        with self.lock:
+            pr = self.world.pr(repo, number)
+            pr.title = title
+            self._touch(pr)
+
+    def set_draft(self, repo: str, number: int, draft: bool) -> None:
+        with self.lock:
+            pr = self.world.pr(repo, number)
+            pr.draft = bool(draft)
+            self._touch(pr)
+
+    def add_label(self, repo: str, number: int, name: str) -> None:
+        with self.lock:
+            pr = self.world.pr(repo, number)
+            if name not in pr.labels:
+                pr.labels.append(name)
+            self._touch(pr)
+
+    def remove_label(self, repo: str, number: int, name: str) -> None:
+        with self.lock:
+            pr = self.world.pr(repo, number)
+            if name in pr.labels:
+                pr.labels.remove(name)
+            self._touch(pr)
+
+    def review(self, repo: str, number: int, author: str, state: str, body: str = "") -> int:
+        """A submitted review (APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED); moves updated_at."""
+        if state not in REVIEW_STATES:
+            raise DoubleError(f"review state {state!r}: expected one of {', '.join(REVIEW_STATES)}")
+        with self.lock:
+            pr = self.world.pr(repo, number)
+            self.world.add_user(author)
+            review = Review(id=self.world.next_id("review"), author=author, state=state,
+                            submitted_at=self._now(), body=body)
+            pr.reviews.append(review)
+            self._touch(pr)
+            return review.id
+
+    def add_check_run(
+        self,
+        repo: str,
+        sha: str,
+        name: str,
+        status: str = "completed",
+        conclusion: str | None = "success",
+    ) -> int:
+        """A check run on a commit; replaces an earlier run of that name. Does NOT move updated_at."""
+        if status not in CHECK_STATUSES:
+            raise DoubleError(f"check run status {status!r}: expected one of {', '.join(CHECK_STATUSES)}")
+        if status == "completed" and conclusion not in CHECK_CONCLUSIONS:
+            raise DoubleError(f"check run conclusion {conclusion!r}: expected one of {', '.join(CHECK_CONCLUSIONS)}")
+        with self.lock:
+            r = self.world.repo(repo)
+            now = self._now()
+            runs = r.check_runs.setdefault(sha, {})
+            earlier = runs.get(name)
+            run = CheckRun(
+                id=self.world.next_id("check_run"),
+                name=name,
+                head_sha=sha,
+                status=status,
+                conclusion=conclusion if status == "completed" else None,
+                started_at=earlier.started_at if earlier else now,
+                completed_at=now if status == "completed" else None,
+                changed_at=now,
+            )
+            runs[name] = run
+            return run.id
+
+    def set_status(
+        self,
+        repo: str,
+        sha: str,
+        context: str,
+        state: str,
+        description: str | None = None,
+        target_url: str | None = None,
+    ) -> int:
+        """A commit status (success, failure, pending, error). Does NOT move updated_at."""
+        if state not in STATUS_STATES:
+            raise DoubleError(f"status state {state!r}: expected one of {', '.join(STATUS_STATES)}")
+        with self.lock:
+            r = self.world.repo(repo)
+            now = self._now()
+            status = CommitStatus(id=self.world.next_id("status"), context=context, state=state,
+                                  created_at=now, updated_at=now, description=description,
+                                  target_url=target_url)
+            r.statuses.setdefault(sha, {})[context] = status
+            return status.id
+
+    def set_mergeable(self, repo: str, number: int, mergeable: str) -> None:
+        """MERGEABLE, CONFLICTING or UNKNOWN; does not move updated_at (GitHub computes it aside)."""
+        if mergeable not in MERGEABLE_STATES:
+            raise DoubleError(f"mergeable {mergeable!r}: expected one of {', '.join(MERGEABLE_STATES)}")
+        with self.lock:
+            self.world.pr(repo, number).mergeable = mergeable
+
+    def merge_pr(self, repo: str, number: int) -> None:
+        with self.lock:
+            pr = self.world.pr(repo, number)
+            self._touch(pr)
+            pr.state, pr.merged = "closed", True
+            pr.merged_at = pr.closed_at = pr.updated_at
+
+    def close_pr(self, repo: str, number: int) -> None:
+        with self.lock:
+            pr = self.world.pr(repo, number)
+            self._touch(pr)
+            pr.state = "closed"
+            pr.closed_at = pr.updated_at
+
+    def reopen_pr(self, repo: str, number: int) -> None:
+        with self.lock:
+            pr = self.world.pr(repo, number)
+            if pr.merged:
+                raise DoubleError(f"#{number} in {repo} is merged: a merged pull request cannot reopen")
+            self._touch(pr)
+            pr.state, pr.closed_at = "open", None
+
+    def delete_pr(self, repo: str, number: int) -> None:
+        """Gone entirely: REST 404, GraphQL null with a NOT_FOUND error."""
+        with self.lock:
+            self.world.pr(repo, number)
+            del self.world.repos[repo].pulls[int(number)]
+
+    def set_branch(self, repo: str, branch: str, sha: str) -> None:
+        """Where a branch points (a pull request's ``base.sha``); otherwise a stable made-up sha."""
+        with self.lock:
+            self.world.repo(repo).branches[branch] = sha
+
+    def pr(self, repo: str, number: int) -> PullRequest:
+        """The model object itself, for assertions (read it; change it through the methods)."""
+        with self.lock:
+            return self.world.pr(repo, number)
+
+    # -- faults -----------------------------------------------------------------
+    def fault(self, kind: str, path: str | None = None, times: int | None = None, **params: Any) -> int:
+        """Switch a fault on (see faults.py for kinds and options); returns its id."""
+        return self._faults.add(kind, path=path, times=times, **params)
+
+    def clear_faults(self, fault_id: int | None = None) -> None:
+        self._faults.clear(fault_id)
+
+    @property
+    def faults(self) -> Faults:
+        return self._faults
+
+    # -- the ledger -------------------------------------------------------------
+    @property
+    def ledger(self) -> list[Call]:
+        return self._ledger.all()
+
+    def record(self, call: Call) -> None:
+        self._ledger.append(call)
+
+    def mark(self) -> int:
+        return self._ledger.mark()
+
+    def calls(
+        self,
+        since: int | None = None,
+        pool: str | None = None,
+        resource: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        status: int | None = None,
+    ) -> list[Call]:
+        return self._ledger.calls(since, pool, resource, method, path, status)
+
+    def counted(self, pool: str | None = None, resource: str | None = None, since: int | None = None) -> int:
+        """Sum of the cost of counted calls (REST 1 each, GraphQL its points)."""
+        return sum(c.cost for c in self._ledger.calls(since, pool, resource) if c.counted)
+
+    def requests(self, since: int | None = None, **filters: Any) -> int:
+        """How many calls reached the double, counted or not."""
+        return len(self._ledger.calls(since, **filters))
+
+    # -- allowances -------------------------------------------------------------
+    def remaining(self, pool: str, resource: str) -> int:
+        with self.lock:
+            return self.limits.bucket(pool, resource, self.clock.time()).remaining
+
+    def used(self, pool: str, resource: str) -> int:
+        with self.lock:
+            return self.limits.bucket(pool, resource, self.clock.time()).used
+
+    def reset_at(self, pool: str, resource: str) -> int:
+        with self.lock:
+            now = self.clock.time()
+            return self.limits.bucket(pool, resource, now).reset_at(now)

@@ -1,0 +1,237 @@
+"""``POST /graphql``: parse, validate against GitHub's schema, price, charge, execute.
+
+GitHub answers an invalid query with HTTP 200 and an ``errors`` list, prices a
+valid one before running it (see graphql_cost.py), refuses one it cannot
+afford with ``RATE_LIMITED`` (HTTP 200, not counted), and otherwise charges
+the points and runs it. The schema is GitHub's real one, built once per
+process (it takes most of a second).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    GraphQLError,
+    GraphQLSchema,
+    OperationType,
+    build_schema,
+    execute_sync,
+    is_composite_type,
+    is_non_null_type,
+    parse,
+    validate,
+)
+from graphql.execution.values import get_variable_values
+from graphql.utilities import get_operation_ast
+
+from .auth import Principal
+from .graphql_cost import Price, QueryLimitError, price
+from .graphql_resolvers import GqlContext, NotFound, root_value
+
+if TYPE_CHECKING:
+    from .core import GitHubDouble
+
+GRAPHQL_DOCS = "https://docs.github.com/graphql"
+
+_schema: GraphQLSchema | None = None
+_schema_lock = threading.Lock()
+
+
+def github_schema() -> GraphQLSchema:
+    """GitHub's schema, built once per process and shared (read-only) by every double."""
+    global _schema
+    with _schema_lock:
+        if _schema is None:
+            text = resources.files(__package__).joinpath("schema.graphql").read_text(encoding="utf-8")
+            built = build_schema(text, assume_valid_sdl=True)
+            # GitHub's schema breaks a few interface-deprecation rules; queries still validate.
+            built._validation_errors = []  # type: ignore[attr-defined]
+            _schema = built
+        return _schema
+
+
+@dataclass
+class GraphQLOutcome:
+    status: int
+    body: dict[str, Any]
+    counted: bool = False
+    cost: int = 0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _error_body(*errors: dict[str, Any]) -> dict[str, Any]:
+    return {"errors": list(errors)}
+
+
+_UNDEFINED = re.compile(r"Cannot query field '(?P<field>[^']+)' on type '(?P<type>[^']+)'")
+
+
+def _format_validation(error: GraphQLError) -> dict[str, Any]:
+    out = error.formatted
+    hit = _UNDEFINED.search(error.message)
+    if hit:
+        out["extensions"] = {"code": "undefinedField", "typeName": hit["type"], "fieldName": hit["field"]}
+    return out
+
+
+def _format_execution(error: GraphQLError) -> dict[str, Any]:
+    out = error.formatted
+    if isinstance(error.original_error, NotFound):
+        out = {"type": "NOT_FOUND", **out}
+    elif isinstance(error.original_error, PartialFault):
+        out = {"type": "SERVICE_UNAVAILABLE", **out}
+    return out
+
+
+def rate_limited(principal: Principal, kind: str = "RATE_LIMITED") -> dict[str, Any]:
+    err: dict[str, Any] = {"type": kind, "message": f"API rate limit exceeded for {principal.limit_subject()}."}
+    if kind == "RATE_LIMIT":
+        err["code"] = "graphql_rate_limit"
+    return _error_body(err)
+
+
+def run(gh: "GitHubDouble", principal: Principal, raw: bytes, now: float, partial: bool = False) -> GraphQLOutcome:
+    """One GraphQL request to its answer; the caller holds ``gh.lock``."""
+    if principal.kind == "anon":
+        return GraphQLOutcome(
+            401,
+            {
+                "message": "This endpoint requires you to be authenticated.",
+                "documentation_url": f"{GRAPHQL_DOCS}/guides/forming-calls-with-graphql#authenticating-with-graphql",
+            },
+        )
+    try:
+        request = json.loads(raw or b"null")
+    except ValueError:
+        return GraphQLOutcome(400, {"message": "Problems parsing JSON", "documentation_url": GRAPHQL_DOCS})
+    query = request.get("query") if isinstance(request, dict) else None
+    if not isinstance(query, str) or not query.strip():
+        return GraphQLOutcome(200, _error_body({"message": "A query attribute must be specified and must be a string."}))
+    variables = request.get("variables") or {}
+    operation_name = request.get("operationName")
+    if not isinstance(variables, dict):
+        return GraphQLOutcome(200, _error_body({"message": "Variables are invalid JSON."}))
+
+    schema = github_schema()
+    try:
+        document = parse(query)
+    except GraphQLError as error:
+        return GraphQLOutcome(200, _error_body(error.formatted))
+    problems = validate(schema, document)
+    if problems:
+        return GraphQLOutcome(200, _error_body(*[_format_validation(e) for e in problems]))
+    operation = get_operation_ast(document, operation_name)
+    if operation is None:
+        return GraphQLOutcome(200, _error_body({"message": "An operation name is required"}))
+    if operation.operation != OperationType.QUERY:
+        return GraphQLOutcome(
+            200, _error_body({"message": f"The GitHub double answers queries only, not a {operation.operation.value}."})
+        )
+    coerced = get_variable_values(schema, operation.variable_definitions or (), variables)
+    if isinstance(coerced, list):
+        return GraphQLOutcome(200, _error_body(*[e.formatted for e in coerced]))
+    try:
+        cost = price(schema, operation, _fragments(document), coerced)
+    except QueryLimitError as refusal:
+        return GraphQLOutcome(200, _error_body(refusal.to_json()))
+
+    bucket = gh.limits.bucket(principal.pool_key, "graphql", now)
+    if not cost.dry_run:
+        if cost.cost > bucket.remaining:
+            return GraphQLOutcome(200, rate_limited(principal))
+        bucket.charge(now, cost.cost)
+    ctx = GqlContext(gh=gh, principal=principal, price=cost, bucket=bucket, now=now)
+    result = execute_sync(
+        schema, document, root_value=root_value(ctx), variable_values=variables, operation_name=operation_name
+    )
+    if partial:
+        # Prefer a field two deep (a pull request, not the whole repository).
+        for depth in (2, 1):
+            failing = _FailOneField(depth)
+            attempt = execute_sync(
+                schema,
+                document,
+                root_value=root_value(ctx),
+                variable_values=variables,
+                operation_name=operation_name,
+                middleware=[failing],
+            )
+            if failing.fired:
+                result = attempt
+                break
+    body: dict[str, Any] = {}
+    if result.errors:
+        body["errors"] = [_format_execution(e) for e in result.errors]
+    body["data"] = result.data
+    if cost.dry_run and isinstance(body["data"], dict):
+        keep = _root_keys(operation.selection_set.selections, "rateLimit")
+        body["data"] = {k: v for k, v in body["data"].items() if k in keep}
+    charged = 0 if cost.dry_run else cost.cost
+    return GraphQLOutcome(200, body, counted=not cost.dry_run, cost=charged)
+
+
+def _fragments(document: DocumentNode) -> dict[str, FragmentDefinitionNode]:
+    return {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+
+
+def _root_keys(selections: Any, name: str) -> set[str]:
+    return {
+        (s.alias.value if s.alias else s.name.value)
+        for s in selections
+        if isinstance(s, FieldNode) and s.name.value == name
+    }
+
+
+class PartialFault(Exception):
+    """The graphql_partial fault: one field fails, the rest of the answer stands."""
+
+
+PARTIAL_MESSAGE = (
+    "Something went wrong while executing your query. This may be the result of a timeout, or it could be "
+    "a GitHub bug. Please try again. (the GitHub double's graphql_partial fault)"
+)
+
+
+class _FailOneField:
+    """Middleware that fails the first nullable object field at least ``depth`` deep.
+
+    Letting graphql-core null it keeps the answer true to the schema: the null
+    lands where the schema allows one, and the error carries path and locations.
+    """
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+        self.fired = False
+
+    def resolve(self, next_: Any, root: Any, info: Any, **args: Any) -> Any:
+        if not self.fired and len(info.path.as_list()) >= self.depth and info.field_name != "rateLimit":
+            rtype = info.return_type
+            if not is_non_null_type(rtype) and is_composite_type(rtype):
+                self.fired = True
+                raise PartialFault(PARTIAL_MESSAGE)
+        return next_(root, info, **args)
+
+
+def price_only(query: str, variables: dict[str, Any] | None = None) -> Price:
+    """The point cost GitHub would charge for a query (for tests and benchmarks); raises on refusal."""
+    schema = github_schema()
+    document = parse(query)
+    problems = validate(schema, document)
+    if problems:
+        raise problems[0]
+    operation = get_operation_ast(document, None)
+    if operation is None:
+        raise GraphQLError("An operation name is required")
+    coerced = get_variable_values(schema, operation.variable_definitions or (), variables or {})
+    if isinstance(coerced, list):
+        raise coerced[0]
+    return price(schema, operation, _fragments(document), coerced)

@@ -1,0 +1,400 @@
+"""GraphQL answers from the double's world, as plain dicts.
+
+graphql-core's default resolver reads a dict key and calls it when it is a
+function (with the field's arguments), and resolves abstract types by the
+dict's ``__typename``; so each object here is a dict whose fields that take
+arguments are small functions. Only what git-sluice (and tools like it) ask
+for is modelled: repositories, pull requests, their labels, reviews, commits,
+check rollups, the viewer and ``rateLimit``. A field the double does not hold
+answers null (or fails where the schema says non-null), never a made-up value.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from .auth import Principal
+from .graphql_cost import Price
+from .limits import Bucket
+from .model import CheckRun, CommitStatus, PullRequest, Repo, Review, combined_state, node_id, rollup_state
+from .timefmt import rfc3339
+
+if TYPE_CHECKING:
+    from .core import GitHubDouble
+
+
+class NotFound(Exception):
+    """GitHub's NOT_FOUND: the field is null and an error names what could not be resolved."""
+
+
+@dataclass
+class GqlContext:
+    gh: "GitHubDouble"
+    principal: Principal
+    price: Price
+    bucket: Bucket
+    now: float
+
+    @property
+    def html(self) -> str:
+        return self.gh.html_url
+
+
+def _t(epoch: int | None) -> str | None:
+    return rfc3339(epoch) if epoch is not None else None
+
+
+def cursor(index: int) -> str:
+    return base64.b64encode(f"cursor:v2:{index}".encode()).decode()
+
+
+def _uncursor(text: str, arg: str) -> int:
+    try:
+        raw = base64.b64decode(text.encode(), validate=True).decode()
+        if raw.startswith("cursor:v2:"):
+            return int(raw[len("cursor:v2:") :])
+    except (ValueError, UnicodeDecodeError):
+        pass
+    raise ValueError(f"`{arg}` does not appear to be a valid cursor.")
+
+
+def connection(
+    items: list[Any],
+    node: Callable[[Any], dict[str, Any]],
+    first: int | None = None,
+    last: int | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    extra: dict[str, Any] | None = None,
+    **_: Any,
+) -> dict[str, Any]:
+    """A Relay connection over ``items`` (nodes, edges, pageInfo, totalCount), cursors by index."""
+    start, end = 0, len(items)
+    if after is not None:
+        start = min(len(items), _uncursor(after, "after") + 1)
+    if before is not None:
+        end = max(start, min(end, _uncursor(before, "before")))
+    if first is not None:
+        lo, hi = start, min(end, start + first)
+    elif last is not None:
+        lo, hi = max(start, end - last), end
+    else:
+        lo, hi = start, end
+    nodes = [node(items[i]) for i in range(lo, hi)]
+    out: dict[str, Any] = {
+        "nodes": nodes,
+        "edges": [{"node": n, "cursor": cursor(i)} for i, n in zip(range(lo, hi), nodes)],
+        "pageInfo": {
+            "hasNextPage": hi < len(items),
+            "hasPreviousPage": lo > 0,
+            "startCursor": cursor(lo) if hi > lo else None,
+            "endCursor": cursor(hi - 1) if hi > lo else None,
+        },
+        "totalCount": len(items),
+    }
+    out.update(extra or {})
+    return out
+
+
+def root_value(ctx: GqlContext) -> dict[str, Any]:
+    return {
+        "repository": lambda info, owner, name, **_: _repository(ctx, owner, name),
+        "viewer": lambda info: _viewer(ctx),
+        "rateLimit": lambda info, **_: _rate_limit(ctx),
+    }
+
+
+def _rate_limit(ctx: GqlContext) -> dict[str, Any]:
+    b = ctx.bucket
+    return {
+        "cost": ctx.price.cost,
+        "limit": b.limit,
+        "remaining": b.remaining,
+        "used": b.used,
+        "resetAt": rfc3339(b.reset_at(ctx.now)),
+        "nodeCount": ctx.price.node_count,
+    }
+
+
+def _actor(ctx: GqlContext, login: str) -> dict[str, Any]:
+    user = ctx.gh.world.users.get(login)
+    bot = login.endswith("[bot]")
+    return {
+        "__typename": "Bot" if bot else "User",
+        "login": login,
+        "id": user.node_id if user else node_id("U", "user", login),
+        "databaseId": user.id if user else None,
+        "name": login,
+        "url": f"{ctx.html}/{login}",
+        "resourcePath": f"/{login}",
+        "avatarUrl": lambda info, **_: f"https://avatars.githubusercontent.com/u/{user.id if user else 0}?v=4",
+    }
+
+
+def _viewer(ctx: GqlContext) -> dict[str, Any]:
+    p = ctx.principal
+    if p.kind == "installation":
+        inst = ctx.gh.world.installations.get(p.installation_id or 0)
+        app = ctx.gh.world.apps.get(inst.app_id) if inst else None
+        return _actor(ctx, f"{app.slug if app else 'app'}[bot]")
+    return _actor(ctx, p.login or "ghost")
+
+
+def _repository(ctx: GqlContext, owner: str, name: str) -> dict[str, Any]:
+    repo = ctx.gh.world.repos.get(f"{owner}/{name}")
+    if repo is None or not ctx.principal.can_read(repo):
+        raise NotFound(f"Could not resolve to a Repository with the name '{owner}/{name}'.")
+    return repo_node(ctx, repo)
+
+
+def repo_node(ctx: GqlContext, repo: Repo) -> dict[str, Any]:
+    owner_user = ctx.gh.world.users.get(repo.owner)
+    return {
+        "__typename": "Repository",
+        "id": repo.node_id,
+        "databaseId": repo.id,
+        "name": repo.name,
+        "nameWithOwner": repo.full_name,
+        "owner": {
+            "__typename": "User" if owner_user else "Organization",
+            "login": repo.owner,
+            "id": owner_user.node_id if owner_user else node_id("O", "org", repo.owner),
+            "url": f"{ctx.html}/{repo.owner}",
+            "resourcePath": f"/{repo.owner}",
+            "avatarUrl": lambda info, **_: "https://avatars.githubusercontent.com/u/0?v=4",
+        },
+        "defaultBranchRef": {
+            "__typename": "Ref",
+            "id": node_id("REF", repo.full_name, repo.default_branch),
+            "name": repo.default_branch,
+            "prefix": "refs/heads/",
+        },
+        "isPrivate": repo.private,
+        "visibility": "PRIVATE" if repo.private else "PUBLIC",
+        "url": f"{ctx.html}/{repo.full_name}",
+        "resourcePath": f"/{repo.full_name}",
+        "createdAt": _t(repo.created_at),
+        "updatedAt": _t(repo.updated_at),
+        "pushedAt": _t(repo.updated_at),
+        "pullRequest": lambda info, number, **_: _pull_request(ctx, repo, number),
+        "pullRequests": lambda info, **kw: _pull_requests(ctx, repo, **kw),
+    }
+
+
+def _pull_request(ctx: GqlContext, repo: Repo, number: int) -> dict[str, Any]:
+    pr = repo.pulls.get(number)
+    if pr is None:
+        raise NotFound(f"Could not resolve to a PullRequest with the number of {number}.")
+    return pr_node(ctx, repo, pr)
+
+
+def _pull_requests(
+    ctx: GqlContext,
+    repo: Repo,
+    states: list[str] | None = None,
+    labels: list[str] | None = None,
+    headRefName: str | None = None,
+    baseRefName: str | None = None,
+    orderBy: dict[str, Any] | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
+    pulls = list(repo.pulls.values())
+    if states:
+        pulls = [p for p in pulls if p.graphql_state in states]
+    if labels:
+        pulls = [p for p in pulls if set(labels) & set(p.labels)]
+    if headRefName is not None:
+        pulls = [p for p in pulls if p.head_ref == headRefName]
+    if baseRefName is not None:
+        pulls = [p for p in pulls if p.base == baseRefName]
+    field = (orderBy or {}).get("field", "CREATED_AT")
+    key: Callable[[PullRequest], Any] = {
+        "UPDATED_AT": lambda p: (p.updated_at, p.number),
+        "COMMENTS": lambda p: (0, p.number),
+    }.get(field, lambda p: (p.created_at, p.number))
+    pulls.sort(key=key, reverse=(orderBy or {}).get("direction") == "DESC")
+    return connection(pulls, lambda p: pr_node(ctx, repo, p), **kw)
+
+
+def _merge_state_status(pr: PullRequest) -> str:
+    if pr.draft:
+        return "DRAFT"
+    return {"CONFLICTING": "DIRTY", "UNKNOWN": "UNKNOWN"}.get(pr.mergeable, "CLEAN")
+
+
+def pr_node(ctx: GqlContext, repo: Repo, pr: PullRequest) -> dict[str, Any]:
+    url = f"{ctx.html}/{repo.full_name}/pull/{pr.number}"
+
+    def reviews(states: list[str] | None = None, author: str | None = None, **kw: Any) -> dict[str, Any]:
+        chosen = [r for r in pr.reviews if (not states or r.state in states) and (author is None or r.author == author)]
+        return connection(chosen, lambda r: _review_node(ctx, repo, pr, r), **kw)
+
+    def latest_reviews(**kw: Any) -> dict[str, Any]:
+        latest: dict[str, Review] = {}
+        for r in pr.reviews:
+            if r.state != "PENDING":
+                latest[r.author] = r
+        return connection(list(latest.values()), lambda r: _review_node(ctx, repo, pr, r), **kw)
+
+    return {
+        "__typename": "PullRequest",
+        "id": pr.node_id,
+        "databaseId": pr.id,
+        "fullDatabaseId": pr.id,
+        "number": pr.number,
+        "title": pr.title,
+        "body": pr.body,
+        "url": url,
+        "permalink": url,
+        "resourcePath": f"/{repo.full_name}/pull/{pr.number}",
+        "author": _actor(ctx, pr.author),
+        "headRefName": pr.head_ref,
+        "headRefOid": pr.head_sha,
+        "baseRefName": pr.base,
+        "baseRefOid": repo.branch_sha(pr.base),
+        "isCrossRepository": False,
+        "isDraft": pr.draft,
+        "state": pr.graphql_state,
+        "closed": pr.state == "closed",
+        "merged": pr.merged,
+        "mergeable": pr.mergeable,
+        "mergeStateStatus": _merge_state_status(pr),
+        "locked": False,
+        "isInMergeQueue": False,
+        "createdAt": _t(pr.created_at),
+        "updatedAt": _t(pr.updated_at),
+        "closedAt": _t(pr.closed_at),
+        "mergedAt": _t(pr.merged_at),
+        "additions": 0,
+        "deletions": 0,
+        "changedFiles": 0,
+        "totalCommentsCount": 0,
+        "reviewDecision": pr.review_decision(),
+        "repository": lambda info: repo_node(ctx, repo),
+        "baseRepository": lambda info: repo_node(ctx, repo),
+        "headRepository": lambda info: repo_node(ctx, repo),
+        "labels": lambda info, **kw: connection(pr.labels, lambda n: _label_node(ctx, repo, n), **kw),
+        "latestOpinionatedReviews": lambda info, **kw: connection(
+            pr.latest_opinionated_reviews(), lambda r: _review_node(ctx, repo, pr, r), **kw
+        ),
+        "latestReviews": lambda info, **kw: latest_reviews(**kw),
+        "reviews": lambda info, **kw: reviews(**kw),
+        "commits": lambda info, **kw: connection(
+            pr.commits, lambda sha: _pr_commit_node(ctx, repo, pr, sha), **kw
+        ),
+        "statusCheckRollup": lambda info: rollup_node(ctx, repo, pr.head_sha),
+    }
+
+
+def _label_node(ctx: GqlContext, repo: Repo, name: str) -> dict[str, Any]:
+    return {
+        "__typename": "Label",
+        "id": node_id("LA", repo.full_name, name),
+        "name": name,
+        "color": "ededed",
+        "description": None,
+        "isDefault": False,
+        "url": f"{ctx.html}/{repo.full_name}/labels/{name}",
+    }
+
+
+def _review_node(ctx: GqlContext, repo: Repo, pr: PullRequest, review: Review) -> dict[str, Any]:
+    return {
+        "__typename": "PullRequestReview",
+        "id": node_id("PRR", repo.full_name, review.id),
+        "databaseId": review.id,
+        "fullDatabaseId": review.id,
+        "state": review.state,
+        "author": _actor(ctx, review.author),
+        "body": review.body,
+        "submittedAt": _t(review.submitted_at),
+        "createdAt": _t(review.submitted_at),
+        "publishedAt": _t(review.submitted_at),
+        "authorAssociation": "CONTRIBUTOR",
+        "url": f"{ctx.html}/{repo.full_name}/pull/{pr.number}#pullrequestreview-{review.id}",
+    }
+
+
+def _pr_commit_node(ctx: GqlContext, repo: Repo, pr: PullRequest, sha: str) -> dict[str, Any]:
+    return {
+        "__typename": "PullRequestCommit",
+        "id": node_id("PURC", repo.full_name, pr.number, sha),
+        "url": f"{ctx.html}/{repo.full_name}/pull/{pr.number}/commits/{sha}",
+        "resourcePath": f"/{repo.full_name}/pull/{pr.number}/commits/{sha}",
+        "commit": commit_node(ctx, repo, sha),
+    }
+
+
+def commit_node(ctx: GqlContext, repo: Repo, sha: str) -> dict[str, Any]:
+    return {
+        "__typename": "Commit",
+        "id": node_id("C", repo.full_name, sha),
+        "oid": sha,
+        "abbreviatedOid": sha[:7],
+        "url": f"{ctx.html}/{repo.full_name}/commit/{sha}",
+        "resourcePath": f"/{repo.full_name}/commit/{sha}",
+        "statusCheckRollup": lambda info: rollup_node(ctx, repo, sha),
+        "status": lambda info: _status_node(ctx, repo, sha),
+    }
+
+
+def rollup_node(ctx: GqlContext, repo: Repo, sha: str) -> dict[str, Any] | None:
+    runs, statuses = repo.runs_for(sha), repo.statuses_for(sha)
+    state = rollup_state(runs, statuses)
+    if state is None:
+        return None
+    contexts: list[CheckRun | CommitStatus] = [*runs, *statuses]
+    extra = {"checkRunCount": len(runs), "statusContextCount": len(statuses)}
+    return {
+        "__typename": "StatusCheckRollup",
+        "id": node_id("SCR", repo.full_name, sha),
+        "state": state,
+        "commit": lambda info: commit_node(ctx, repo, sha),
+        "contexts": lambda info, **kw: connection(contexts, lambda c: _context_node(ctx, repo, c), extra=extra, **kw),
+    }
+
+
+def _context_node(ctx: GqlContext, repo: Repo, item: CheckRun | CommitStatus) -> dict[str, Any]:
+    if isinstance(item, CheckRun):
+        return {
+            "__typename": "CheckRun",
+            "id": node_id("CR", repo.full_name, item.id),
+            "databaseId": item.id,
+            "name": item.name,
+            "status": item.status.upper(),
+            "conclusion": item.conclusion.upper() if item.conclusion else None,
+            "startedAt": _t(item.started_at),
+            "completedAt": _t(item.completed_at),
+            "detailsUrl": f"{ctx.html}/{repo.full_name}/runs/{item.id}",
+            "url": f"{ctx.html}/{repo.full_name}/runs/{item.id}",
+            "permalink": f"{ctx.html}/{repo.full_name}/runs/{item.id}",
+            "isRequired": lambda info, **_: False,
+        }
+    return {
+        "__typename": "StatusContext",
+        "id": node_id("SC", repo.full_name, item.id),
+        "context": item.context,
+        "state": item.state.upper(),
+        "description": item.description,
+        "targetUrl": item.target_url,
+        "createdAt": _t(item.created_at),
+        "isRequired": lambda info, **_: False,
+        "avatarUrl": lambda info, **_: None,
+    }
+
+
+def _status_node(ctx: GqlContext, repo: Repo, sha: str) -> dict[str, Any] | None:
+    statuses = repo.statuses_for(sha)
+    if not statuses:
+        return None
+    nodes = [_context_node(ctx, repo, s) for s in statuses]
+    by_name = {s.context: n for s, n in zip(statuses, nodes)}
+    return {
+        "__typename": "Status",
+        "id": node_id("S", repo.full_name, sha),
+        "state": combined_state(statuses).upper(),
+        "contexts": nodes,
+        "context": lambda info, name, **_: by_name.get(name),
+    }

@@ -1,0 +1,441 @@
+"""The REST routes git-sluice reads, answered from the double's world.
+
+Each route turns a request into a :class:`RestAnswer`: status, JSON body, the
+newest time in it (for Last-Modified), a Link header when paginated. The
+pipeline around it does authentication, limits, ETags and counting, so a
+route only decides what GitHub would say. A repository the caller may not
+read is a 404, as on GitHub.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import secrets
+import string
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+from urllib.parse import parse_qsl, urlencode
+
+from . import rest_shapes as shapes
+from .auth import Principal
+from .model import PullRequest, Repo, combined_state
+from .timefmt import rfc3339
+
+if TYPE_CHECKING:
+    from .core import GitHubDouble
+
+DOCS = "https://docs.github.com/rest"
+
+
+@dataclass
+class RestContext:
+    gh: "GitHubDouble"
+    principal: Principal
+    now: float
+    method: str
+    path: str
+    query: str
+    base_url: str
+    body: bytes = b""
+    params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def api(self) -> str:
+        return self.base_url
+
+    @property
+    def html(self) -> str:
+        return self.gh.html_url
+
+
+@dataclass
+class RestAnswer:
+    status: int
+    body: Any
+    modified: float | None = None  # newest updated_at in the body; None: the clock
+    link: str | None = None
+    cacheable: bool = True  # carries ETag / Last-Modified and may answer 304
+    counted: bool = True
+
+
+def not_found() -> RestAnswer:
+    return RestAnswer(404, {"message": "Not Found", "documentation_url": DOCS}, cacheable=False)
+
+
+def invalid(resource: str, field_name: str, code: str = "invalid") -> RestAnswer:
+    return RestAnswer(
+        422,
+        {
+            "message": "Validation Failed",
+            "errors": [{"resource": resource, "field": field_name, "code": code}],
+            "documentation_url": DOCS,
+        },
+        cacheable=False,
+    )
+
+
+Handler = Callable[[RestContext, "re.Match[str]"], RestAnswer]
+_ROUTES: list[tuple[str, re.Pattern[str], Handler]] = []
+
+
+def route(method: str, pattern: str) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        _ROUTES.append((method, re.compile(f"^{pattern}$"), handler))
+        return handler
+
+    return register
+
+
+def answer(ctx: RestContext) -> RestAnswer:
+    method = "GET" if ctx.method == "HEAD" else ctx.method
+    for verb, pattern, handler in _ROUTES:
+        match = pattern.match(ctx.path)
+        if match and verb == method:
+            return handler(ctx, match)
+    return not_found()
+
+
+# -- helpers ------------------------------------------------------------------
+def _readable_repo(ctx: RestContext, owner: str, name: str) -> Repo | None:
+    repo = ctx.gh.world.repos.get(f"{owner}/{name}")
+    if repo is None or not ctx.principal.can_read(repo):
+        return None
+    return repo
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return int(text) if text is not None else default
+    except ValueError:
+        return default
+
+
+def paginate(ctx: RestContext, items: list[Any], limit: int | None = None) -> tuple[list[Any], str | None]:
+    """One page and GitHub's Link header (next/last/first/prev), keeping the caller's query."""
+    per_page = _int(ctx.params.get("per_page"), 30)
+    per_page = 30 if per_page < 1 else min(per_page, 100)
+    page = max(1, _int(ctx.params.get("page"), 1))
+    total = len(items) if limit is None else min(len(items), limit)
+    last = max(1, math.ceil(total / per_page))
+    chosen = items[(page - 1) * per_page : min(page * per_page, total)]
+    if last <= 1 and page <= 1:
+        return chosen, None
+    pairs = [(k, v) for k, v in parse_qsl(ctx.query, keep_blank_values=True) if k != "page"]
+
+    def url(n: int) -> str:
+        return f"{ctx.base_url}{ctx.path}?{urlencode(pairs + [('page', str(n))])}"
+
+    rels: list[str] = []
+    if page > 1:
+        rels.append(f'<{url(min(page - 1, last))}>; rel="prev"')
+    if page < last:
+        rels.append(f'<{url(page + 1)}>; rel="next"')
+        rels.append(f'<{url(last)}>; rel="last"')
+    if page > 1:
+        rels.append(f'<{url(1)}>; rel="first"')
+    return chosen, ", ".join(rels)
+
+
+def _newest(times: list[int | None]) -> float | None:
+    real = [t for t in times if t is not None]
+    return float(max(real)) if real else None
+
+
+# -- users and repositories -----------------------------------------------------
+@route("GET", r"/user")
+def get_user(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    p = ctx.principal
+    if p.kind == "anon":
+        return RestAnswer(401, {"message": "Requires authentication", "documentation_url": DOCS}, cacheable=False)
+    if p.kind != "user":
+        return RestAnswer(403, {"message": "Resource not accessible by integration", "documentation_url": DOCS},
+                          cacheable=False)
+    user = ctx.gh.world.users[p.login or ""]
+    return RestAnswer(200, {**shapes.user_json(ctx.api, ctx.html, user, user.login), "name": user.login})
+
+
+@route("GET", r"/users/(?P<login>[^/]+)")
+def get_a_user(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    user = ctx.gh.world.users.get(m["login"])
+    if user is None:
+        return not_found()
+    return RestAnswer(200, shapes.user_json(ctx.api, ctx.html, user, user.login))
+
+
+@route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)")
+def get_repo(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    repo = _readable_repo(ctx, m["o"], m["r"])
+    if repo is None:
+        return not_found()
+    body = shapes.repo_json(ctx.api, ctx.html, repo, ctx.gh.world.users.get(repo.owner))
+    return RestAnswer(200, body, modified=repo.updated_at)
+
+
+# -- pull requests --------------------------------------------------------------
+_SORTS = ("created", "updated", "popularity", "long-running")
+_MONTH = 30 * 86400
+
+
+def _sorted_pulls(ctx: RestContext, pulls: list[PullRequest]) -> list[PullRequest] | RestAnswer:
+    sort = ctx.params.get("sort", "created")
+    if sort not in _SORTS:
+        return invalid("PullRequest", "sort")
+    direction = ctx.params.get("direction", "desc" if sort == "created" else "asc")
+    if direction not in ("asc", "desc"):
+        return invalid("PullRequest", "direction")
+    if sort == "long-running":
+        pulls = [
+            p for p in pulls if p.created_at <= ctx.now - _MONTH and p.updated_at >= ctx.now - _MONTH
+        ]
+    key: Callable[[PullRequest], Any] = {
+        "created": lambda p: (p.created_at, p.number),
+        "updated": lambda p: (p.updated_at, p.number),
+        "popularity": lambda p: (len(p.reviews), p.number),
+        "long-running": lambda p: (p.created_at, p.number),
+    }[sort]
+    return sorted(pulls, key=key, reverse=direction == "desc")
+
+
+@route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls")
+def list_pulls(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    repo = _readable_repo(ctx, m["o"], m["r"])
+    if repo is None:
+        return not_found()
+    state = ctx.params.get("state", "open")
+    if state not in ("open", "closed", "all"):
+        return invalid("PullRequest", "state")
+    pulls = [p for p in repo.pulls.values() if state == "all" or p.state == state]
+    if "base" in ctx.params:
+        pulls = [p for p in pulls if p.base == ctx.params["base"]]
+    if "head" in ctx.params:
+        owner, _, ref = ctx.params["head"].rpartition(":")
+        pulls = [p for p in pulls if p.head_ref == ref and (not owner or owner == repo.owner)]
+    ordered = _sorted_pulls(ctx, pulls)
+    if isinstance(ordered, RestAnswer):
+        return ordered
+    page, link = paginate(ctx, ordered)
+    users = ctx.gh.world.users
+    body = [shapes.pr_json(ctx.api, ctx.html, repo, p, users, full=False) for p in page]
+    return RestAnswer(200, body, modified=_newest([p.updated_at for p in page]), link=link)
+
+
+@route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)")
+def get_pull(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    repo = _readable_repo(ctx, m["o"], m["r"])
+    pr = repo.pulls.get(int(m["n"])) if repo else None
+    if repo is None or pr is None:
+        return not_found()
+    body = shapes.pr_json(ctx.api, ctx.html, repo, pr, ctx.gh.world.users, full=True)
+    return RestAnswer(200, body, modified=pr.updated_at)
+
+
+# -- checks and statuses --------------------------------------------------------
+def _commit_sha(repo: Repo, ref: str) -> str:
+    if re.fullmatch(r"[0-9a-f]{40}", ref):
+        return ref
+    return repo.branch_sha(ref)
+
+
+@route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<ref>.+)/check-runs")
+def list_check_runs(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    repo = _readable_repo(ctx, m["o"], m["r"])
+    if repo is None:
+        return not_found()
+    runs = repo.runs_for(_commit_sha(repo, m["ref"]))
+    if "check_name" in ctx.params:
+        runs = [r for r in runs if r.name == ctx.params["check_name"]]
+    if "status" in ctx.params:
+        runs = [r for r in runs if r.status == ctx.params["status"]]
+    page, link = paginate(ctx, runs)
+    body = {
+        "total_count": len(runs),
+        "check_runs": [shapes.check_run_json(ctx.api, ctx.html, repo, r) for r in page],
+    }
+    return RestAnswer(200, body, modified=_newest([r.changed_at for r in runs]), link=link)
+
+
+@route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<ref>.+)/status")
+def combined_status(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    repo = _readable_repo(ctx, m["o"], m["r"])
+    if repo is None:
+        return not_found()
+    sha = _commit_sha(repo, m["ref"])
+    statuses = repo.statuses_for(sha)
+    page, link = paginate(ctx, statuses)
+    body = {
+        "state": combined_state(statuses),
+        "statuses": [shapes.status_json(ctx.api, repo, sha, s) for s in page],
+        "sha": sha,
+        "total_count": len(statuses),
+        "repository": shapes.repo_json(ctx.api, ctx.html, repo, ctx.gh.world.users.get(repo.owner)),
+        "commit_url": f"{ctx.api}/repos/{repo.full_name}/commits/{sha}",
+        "url": f"{ctx.api}/repos/{repo.full_name}/commits/{sha}/status",
+    }
+    return RestAnswer(200, body, modified=_newest([s.updated_at for s in statuses]), link=link)
+
+
+# -- search -------------------------------------------------------------------
+_QUALIFIER = re.compile(r'(?P<key>[a-z-]+):(?P<value>"[^"]*"|\S+)')
+
+
+def _search_filter(ctx: RestContext, query: str) -> Callable[[Repo, PullRequest], bool]:
+    tests: list[Callable[[Repo, PullRequest], bool]] = []
+    for match in _QUALIFIER.finditer(query):
+        key, value = match["key"], match["value"].strip('"')
+        if key == "repo":
+            tests.append(lambda r, p, v=value: r.full_name == v)
+        elif key in ("is", "state", "type"):
+            tests.append({
+                "open": lambda r, p: p.state == "open",
+                "closed": lambda r, p: p.state == "closed",
+                "merged": lambda r, p: p.merged,
+                "unmerged": lambda r, p: not p.merged,
+                "draft": lambda r, p: p.draft,
+                "issue": lambda r, p: False,
+            }.get(value, lambda r, p: True))
+        elif key == "draft":
+            tests.append(lambda r, p, v=value: p.draft == (v == "true"))
+        elif key == "base":
+            tests.append(lambda r, p, v=value: p.base == v)
+        elif key == "head":
+            tests.append(lambda r, p, v=value: p.head_ref == v)
+        elif key == "author":
+            tests.append(lambda r, p, v=value: p.author == v)
+        elif key == "label":
+            tests.append(lambda r, p, v=value: v in p.labels)
+    words = [w.lower() for w in _QUALIFIER.sub(" ", query).split()]
+    tests.extend(lambda r, p, w=w: w in p.title.lower() for w in words)
+    return lambda r, p: all(t(r, p) for t in tests)
+
+
+@route("GET", r"/search/issues")
+def search_issues(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    query = ctx.params.get("q", "").strip()
+    if not query:
+        return invalid("Search", "q", "missing")
+    keep = _search_filter(ctx, query)
+    found = [
+        (repo, pr)
+        for repo in ctx.gh.world.repos.values()
+        if ctx.principal.can_read(repo)
+        for pr in repo.pulls.values()
+        if keep(repo, pr)
+    ]
+    sort = ctx.params.get("sort")
+    reverse = ctx.params.get("order", "desc") != "asc"
+    if sort == "updated":
+        found.sort(key=lambda rp: rp[1].updated_at, reverse=reverse)
+    else:
+        found.sort(key=lambda rp: (rp[1].created_at, rp[1].number), reverse=reverse)
+    page, link = paginate(ctx, found, limit=1000)
+    users = ctx.gh.world.users
+    body = {
+        "total_count": len(found),
+        "incomplete_results": False,
+        "items": [shapes.issue_json(ctx.api, ctx.html, repo, pr, users) for repo, pr in page],
+    }
+    return RestAnswer(200, body, modified=_newest([pr.updated_at for _, pr in page]), link=link)
+
+
+# -- GitHub App -----------------------------------------------------------------
+def _app_only(ctx: RestContext) -> RestAnswer | None:
+    if ctx.principal.kind != "app":
+        return RestAnswer(
+            401,
+            {"message": "A JSON web token could not be decoded", "documentation_url": DOCS},
+            cacheable=False,
+        )
+    return None
+
+
+@route("GET", r"/app")
+def get_app(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    refused = _app_only(ctx)
+    if refused:
+        return refused
+    app = ctx.gh.world.apps[ctx.principal.app_id or 0]
+    return RestAnswer(200, {"id": app.app_id, "slug": app.slug, "name": app.slug}, cacheable=False)
+
+
+@route("GET", r"/app/installations")
+def list_installations(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    refused = _app_only(ctx)
+    if refused:
+        return refused
+    mine = [i for i in ctx.gh.world.installations.values() if i.app_id == ctx.principal.app_id]
+    page, link = paginate(ctx, mine)
+    return RestAnswer(200, [shapes.installation_json(ctx.api, i) for i in page], link=link, cacheable=False)
+
+
+@route("GET", r"/app/installations/(?P<id>\d+)")
+def get_installation(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    refused = _app_only(ctx)
+    if refused:
+        return refused
+    inst = ctx.gh.world.installations.get(int(m["id"]))
+    if inst is None or inst.app_id != ctx.principal.app_id:
+        return not_found()
+    return RestAnswer(200, shapes.installation_json(ctx.api, inst), cacheable=False)
+
+
+@route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/installation")
+def get_repo_installation(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    refused = _app_only(ctx)
+    if refused:
+        return refused
+    full = f"{m['o']}/{m['r']}"
+    for inst in ctx.gh.world.installations.values():
+        if inst.app_id == ctx.principal.app_id and full in inst.repos:
+            return RestAnswer(200, shapes.installation_json(ctx.api, inst), cacheable=False)
+    return not_found()
+
+
+_TOKEN_ALPHABET = string.ascii_letters + string.digits
+
+
+@route("POST", r"/app/installations/(?P<id>\d+)/access_tokens")
+def create_installation_token(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    refused = _app_only(ctx)
+    if refused:
+        return refused
+    inst = ctx.gh.world.installations.get(int(m["id"]))
+    if inst is None or inst.app_id != ctx.principal.app_id:
+        return not_found()
+    wanted: list[str] | None = None
+    if ctx.body.strip():
+        try:
+            request = json.loads(ctx.body)
+        except ValueError:
+            return RestAnswer(400, {"message": "Problems parsing JSON", "documentation_url": DOCS}, cacheable=False)
+        names = request.get("repositories") if isinstance(request, dict) else None
+        if isinstance(names, list):
+            wanted = [n if "/" in n else f"{inst.account}/{n}" for n in names]
+    token = "ghs_" + "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(36))
+    expires = int(ctx.now + ctx.gh.installation_token_ttl)
+    grant = ctx.gh.world.mint_installation_token(inst.installation_id, token, expires, wanted)
+    body = {
+        "token": token,
+        "expires_at": rfc3339(expires),
+        "permissions": shapes.installation_json(ctx.api, inst)["permissions"],
+        "repository_selection": "selected",
+        "repositories": [{"full_name": r, "name": r.split("/", 1)[1]} for r in sorted(grant.repos or ())],
+    }
+    return RestAnswer(201, body, cacheable=False)
+
+
+@route("GET", r"/installation/repositories")
+def installation_repositories(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
+    if ctx.principal.kind != "installation":
+        return RestAnswer(403, {"message": "Resource not accessible by integration", "documentation_url": DOCS},
+                          cacheable=False)
+    world = ctx.gh.world
+    repos = [world.repos[r] for r in sorted(ctx.principal.repos or ()) if r in world.repos]
+    page, link = paginate(ctx, repos)
+    body = {
+        "total_count": len(repos),
+        "repository_selection": "selected",
+        "repositories": [shapes.repo_json(ctx.api, ctx.html, r, world.users.get(r.owner)) for r in page],
+    }
+    return RestAnswer(200, body, link=link)

@@ -1,0 +1,218 @@
+"""GitHub's REST JSON for the double's objects.
+
+Shaped after GitHub's answers for the fields a client reads (number, state,
+title, user.login, head/base, draft, labels, times, mergeable, html_url,
+node_id …). As on GitHub, ``mergeable`` and ``merged`` appear only on a
+single pull request, not in the list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import CheckRun, CommitStatus, Installation, PullRequest, Repo, User, fake_sha, node_id
+from .timefmt import rfc3339
+
+
+def _t(epoch: int | None) -> str | None:
+    return rfc3339(epoch) if epoch is not None else None
+
+
+def user_json(api: str, html: str, user: User | None, login: str) -> dict[str, Any]:
+    uid = user.id if user else 0
+    return {
+        "login": login,
+        "id": uid,
+        "node_id": user.node_id if user else node_id("U", "user", login),
+        "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4",
+        "url": f"{api}/users/{login}",
+        "html_url": f"{html}/{login}",
+        "type": "User",
+        "site_admin": False,
+    }
+
+
+def repo_json(api: str, html: str, repo: Repo, owner: User | None) -> dict[str, Any]:
+    return {
+        "id": repo.id,
+        "node_id": repo.node_id,
+        "name": repo.name,
+        "full_name": repo.full_name,
+        "private": repo.private,
+        "owner": user_json(api, html, owner, repo.owner),
+        "html_url": f"{html}/{repo.full_name}",
+        "url": f"{api}/repos/{repo.full_name}",
+        "pulls_url": f"{api}/repos/{repo.full_name}/pulls{{/number}}",
+        "fork": False,
+        "visibility": "private" if repo.private else "public",
+        "default_branch": repo.default_branch,
+        "created_at": _t(repo.created_at),
+        "updated_at": _t(repo.updated_at),
+        "pushed_at": _t(repo.updated_at),
+    }
+
+
+def _label_json(api: str, repo: Repo, name: str) -> dict[str, Any]:
+    return {
+        "id": int(fake_sha(repo.full_name, "label", name)[:7], 16),
+        "node_id": node_id("LA", repo.full_name, name),
+        "url": f"{api}/repos/{repo.full_name}/labels/{name}",
+        "name": name,
+        "color": "ededed",
+        "default": False,
+        "description": None,
+    }
+
+
+def _ref_json(api: str, html: str, repo: Repo, owner: User | None, ref: str, sha: str) -> dict[str, Any]:
+    return {
+        "label": f"{repo.owner}:{ref}",
+        "ref": ref,
+        "sha": sha,
+        "user": user_json(api, html, owner, repo.owner),
+        "repo": repo_json(api, html, repo, owner),
+    }
+
+
+def pr_json(
+    api: str,
+    html: str,
+    repo: Repo,
+    pr: PullRequest,
+    users: dict[str, User],
+    full: bool,
+) -> dict[str, Any]:
+    owner = users.get(repo.owner)
+    base_url = f"{api}/repos/{repo.full_name}"
+    out: dict[str, Any] = {
+        "url": f"{base_url}/pulls/{pr.number}",
+        "id": pr.id,
+        "node_id": pr.node_id,
+        "html_url": f"{html}/{repo.full_name}/pull/{pr.number}",
+        "diff_url": f"{html}/{repo.full_name}/pull/{pr.number}.diff",
+        "patch_url": f"{html}/{repo.full_name}/pull/{pr.number}.patch",
+        "issue_url": f"{base_url}/issues/{pr.number}",
+        "commits_url": f"{base_url}/pulls/{pr.number}/commits",
+        "statuses_url": f"{base_url}/statuses/{pr.head_sha}",
+        "number": pr.number,
+        "state": pr.state,
+        "locked": False,
+        "title": pr.title,
+        "user": user_json(api, html, users.get(pr.author), pr.author),
+        "body": pr.body,
+        "labels": [_label_json(api, repo, name) for name in pr.labels],
+        "milestone": None,
+        "active_lock_reason": None,
+        "created_at": _t(pr.created_at),
+        "updated_at": _t(pr.updated_at),
+        "closed_at": _t(pr.closed_at),
+        "merged_at": _t(pr.merged_at),
+        "merge_commit_sha": None,
+        "assignee": None,
+        "assignees": [],
+        "requested_reviewers": [],
+        "requested_teams": [],
+        "head": _ref_json(api, html, repo, owner, pr.head_ref, pr.head_sha),
+        "base": _ref_json(api, html, repo, owner, pr.base, repo.branch_sha(pr.base)),
+        "author_association": "CONTRIBUTOR",
+        "auto_merge": None,
+        "draft": pr.draft,
+    }
+    if full:
+        mergeable = {"MERGEABLE": True, "CONFLICTING": False}.get(pr.mergeable)
+        out.update(
+            {
+                "merged": pr.merged,
+                "mergeable": mergeable,
+                "rebaseable": mergeable,
+                "mergeable_state": {"MERGEABLE": "clean", "CONFLICTING": "dirty"}.get(pr.mergeable, "unknown"),
+                "merged_by": None,
+                "comments": 0,
+                "review_comments": 0,
+                "maintainer_can_modify": False,
+                "commits": len(pr.commits),
+                "additions": 0,
+                "deletions": 0,
+                "changed_files": 0,
+            }
+        )
+    return out
+
+
+def issue_json(api: str, html: str, repo: Repo, pr: PullRequest, users: dict[str, User]) -> dict[str, Any]:
+    """A pull request as the search API shows it: an issue with a ``pull_request`` key."""
+    base_url = f"{api}/repos/{repo.full_name}"
+    return {
+        "url": f"{base_url}/issues/{pr.number}",
+        "repository_url": base_url,
+        "html_url": f"{html}/{repo.full_name}/pull/{pr.number}",
+        "id": pr.id,
+        "node_id": pr.node_id,
+        "number": pr.number,
+        "title": pr.title,
+        "user": user_json(api, html, users.get(pr.author), pr.author),
+        "labels": [_label_json(api, repo, name) for name in pr.labels],
+        "state": pr.state,
+        "locked": False,
+        "comments": 0,
+        "created_at": _t(pr.created_at),
+        "updated_at": _t(pr.updated_at),
+        "closed_at": _t(pr.closed_at),
+        "draft": pr.draft,
+        "pull_request": {
+            "url": f"{base_url}/pulls/{pr.number}",
+            "html_url": f"{html}/{repo.full_name}/pull/{pr.number}",
+            "merged_at": _t(pr.merged_at),
+        },
+        "body": pr.body,
+        "score": 1.0,
+    }
+
+
+def check_run_json(api: str, html: str, repo: Repo, run: CheckRun) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "node_id": node_id("CR", repo.full_name, run.id),
+        "head_sha": run.head_sha,
+        "external_id": "",
+        "url": f"{api}/repos/{repo.full_name}/check-runs/{run.id}",
+        "html_url": f"{html}/{repo.full_name}/runs/{run.id}",
+        "details_url": f"{html}/{repo.full_name}/runs/{run.id}",
+        "status": run.status,
+        "conclusion": run.conclusion,
+        "started_at": _t(run.started_at),
+        "completed_at": _t(run.completed_at),
+        "output": {"title": None, "summary": None, "text": None, "annotations_count": 0},
+        "name": run.name,
+        "check_suite": {"id": run.id},
+        "app": {"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
+        "pull_requests": [],
+    }
+
+
+def status_json(api: str, repo: Repo, sha: str, status: CommitStatus) -> dict[str, Any]:
+    return {
+        "url": f"{api}/repos/{repo.full_name}/statuses/{sha}",
+        "id": status.id,
+        "node_id": node_id("SC", repo.full_name, status.id),
+        "state": status.state,
+        "description": status.description,
+        "target_url": status.target_url,
+        "context": status.context,
+        "created_at": _t(status.created_at),
+        "updated_at": _t(status.updated_at),
+    }
+
+
+def installation_json(api: str, inst: Installation) -> dict[str, Any]:
+    return {
+        "id": inst.installation_id,
+        "app_id": inst.app_id,
+        "account": {"login": inst.account, "type": "Organization"},
+        "repository_selection": "selected",
+        "access_tokens_url": f"{api}/app/installations/{inst.installation_id}/access_tokens",
+        "repositories_url": f"{api}/installation/repositories",
+        "permissions": {"pull_requests": "read", "checks": "read", "statuses": "read", "metadata": "read"},
+        "events": [],
+        "target_type": "Organization",
+    }

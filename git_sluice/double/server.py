@@ -1,0 +1,136 @@
+"""The double on a loopback port: HTTP in, the pipeline, HTTP out.
+
+A ``ThreadingHTTPServer`` in a background thread, so a test talks to it with
+a real HTTP client over a real socket (keep-alive, Content-Length, a dropped
+connection are all real). Paths under ``/_double/`` are the control API
+(control.py): never counted, never in the ledger.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from . import control
+from .pipeline import Request, handle
+from .timefmt import http_date
+
+if TYPE_CHECKING:
+    from .core import GitHubDouble
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "_Server"
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib's name
+        """Quiet: the ledger is the double's log."""
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header from the double's clock, so a retry-after date and Date agree."""
+        return http_date(self.server.gh.clock.time() if timestamp is None else timestamp)
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        split = urlsplit(self.path)
+        host = self.headers.get("Host") or f"{self.server.server_address[0]}:{self.server.server_address[1]}"
+        if split.path.startswith(control.PREFIX):
+            status, payload = control.dispatch(self.server.gh, self.command, split.path, split.query, body)
+            self._write(status, [("Content-Type", "application/json")], json.dumps(payload).encode())
+            return
+        request = Request(
+            method=self.command,
+            path=split.path or "/",
+            query=split.query,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+            base_url=f"http://{host}",
+        )
+        try:
+            response = handle(self.server.gh, request, self.server.sleep)
+        except Exception:  # a bug in the double must show, not hang the client
+            text = traceback.format_exc()
+            self._write(500, [("Content-Type", "text/plain")], f"GitHub double error:\n{text}".encode())
+            return
+        if response.drop:
+            self.close_connection = True
+            return
+        self._write(response.status, response.headers, response.body)
+
+    def _write(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        try:
+            self.send_response(status)
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD" and status not in (204, 304):
+                self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _serve
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, gh: "GitHubDouble", address: tuple[str, int]) -> None:
+        super().__init__(address, _Handler)
+        self.gh = gh
+        self.stopping = threading.Event()
+
+    def sleep(self, seconds: float) -> None:
+        """A hang fault's real wait, cut short when the server stops."""
+        self.stopping.wait(seconds)
+
+
+class DoubleServer:
+    """A served double; use as a context manager or call :meth:`close`."""
+
+    def __init__(self, gh: "GitHubDouble", host: str = "127.0.0.1", port: int = 0) -> None:
+        self.gh = gh
+        self._server = _Server(gh, (host, port))
+        self.host, self.port = self._server.server_address[:2]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="github-double", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        """REST base, like https://api.github.com."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def graphql_url(self) -> str:
+        return f"{self.url}/graphql"
+
+    def close(self) -> None:
+        self._server.stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> "DoubleServer":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def serve(gh: "GitHubDouble", host: str = "127.0.0.1", port: int = 0) -> DoubleServer:
+    """Serve ``gh`` on a free loopback port in a background thread (already running on return)."""
+    return DoubleServer(gh, host, port)
