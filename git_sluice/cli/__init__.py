@@ -11,5 +11,6 @@ from ._group import main
 
 # Command modules (each registers itself on `main`).
 # (add one import line per command module here)
+from . import api_cmd  # noqa: E402,F401
 
 __all__ = ["main"]

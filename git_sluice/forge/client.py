@@ -118,6 +118,8 @@ class Stats:
 
 PauseListener = Callable[[PauseView], None]
 WaitListener = Callable[[Wait], None]
+ProbeClaim = Callable[[Permit], bool]
+ProbeListener = Callable[[Permit], None]
 
 
 class Forge:
@@ -135,6 +137,8 @@ class Forge:
         enforce: bool = True,
         on_pause: PauseListener | None = None,
         on_wait: WaitListener | None = None,
+        probe_claim: ProbeClaim | None = None,
+        on_probed: ProbeListener | None = None,
         transport: httpx.BaseTransport | None = None,
         timeout: float = 30.0,
         permit_deadline: float = 60.0,
@@ -148,6 +152,9 @@ class Forge:
         self.enforce = enforce
         self.on_pause = on_pause
         self.on_wait = on_wait
+        # across hosts: the one probe at a pause's end is claimed on the fleet's pause note
+        self.probe_claim = probe_claim
+        self.on_probed = on_probed
         self.permit_deadline = permit_deadline
         self.stats = Stats()
         self._http = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False)
@@ -244,6 +251,8 @@ class Forge:
             now = self.clock.time()
             if isinstance(decision, Permit):
                 if self.store.start(decision):
+                    if decision.kind == "probe" and self.probe_claim is not None and not self.probe_claim(decision):
+                        continue  # another host probes for the fleet; the claim recorded the wait
                     return decision
                 # a throttle moved the epoch between our permit and the wire: not attempted
                 self.stats.not_attempted += 1
@@ -312,6 +321,11 @@ class Forge:
                 verdict.kind, "ok"
             )
             pause = self.store.finish(permit, Outcome(outcome_kind, verdict))
+            if permit.kind == "probe" and outcome_kind == "ok" and self.on_probed is not None:
+                try:
+                    self.on_probed(permit)
+                except Exception as exc:
+                    log.warning("could not tell the fleet the pause is over: %s", exc)
             if pause is not None and self.on_pause is not None and not pause.observe_only:
                 try:
                     self.on_pause(pause)

@@ -1,0 +1,115 @@
+"""``git sluice api``: GitHub through git-sluice, for any tool.
+
+A tool that calls ``git sluice api`` instead of GitHub spends nothing on an
+unchanged answer (conditional GETs shared by every process of the clone),
+makes no call while the allowance is spent (exit 3, naming when it ends), and
+shows up in the same budget ledger as everything else.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ._common import DURATION, handles_errors, setup_logging
+from ._group import main
+
+
+def _fields(pairs: tuple[str, ...], typed: tuple[str, ...]) -> dict[str, object]:
+    fields: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r}: expected key=value", param_hint="-f/--field")
+        fields[key] = value
+    for pair in typed:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r}: expected key=value", param_hint="-F/--typed-field")
+        try:
+            fields[key] = json.loads(value)
+        except ValueError:
+            fields[key] = value
+    return fields
+
+
+@main.command("api")
+@click.argument("path")
+@click.option("-X", "--method", default="GET", show_default=True, help="HTTP method (REST).")
+@click.option("-f", "--field", "raw_fields", multiple=True, metavar="KEY=VALUE",
+              help="A string parameter: a query parameter for GET, a JSON body field otherwise; "
+              "for `graphql`, `query=` is the document and the rest are variables.")
+@click.option("-F", "--typed-field", "typed_fields", multiple=True, metavar="KEY=VALUE",
+              help="Like -f, but the value is parsed as JSON (numbers, true/false, null).")
+@click.option("--wait", is_flag=True, help="Wait out a spent allowance instead of exiting 3.")
+@click.option("--timeout", type=DURATION, default=None, help="With --wait: give up after this long (exit 3).")
+@click.option("-i", "--include", is_flag=True, help="Print the status line and headers first.")
+@click.option("-v", "--verbose", is_flag=True, help="Say what git-sluice decided (to stderr).")
+@handles_errors
+def api_command(
+    path: str,
+    method: str,
+    raw_fields: tuple[str, ...],
+    typed_fields: tuple[str, ...],
+    wait: bool,
+    timeout: float | None,
+    include: bool,
+    verbose: bool,
+) -> None:
+    """Call GitHub's API through git-sluice and print the JSON body.
+
+    PATH is a REST path (``repos/o/r/pulls``) or ``graphql``. GETs are
+    conditional and answered from the kept answer when GitHub says nothing
+    changed (free). Exit codes: 0 success; 1 GitHub answered an error (the body
+    is printed); 2 usage or configuration; 3 allowance spent, the message names
+    when it ends (nothing was sent).
+    """
+    from ..errors import local_time
+    from ..session import open_session
+
+    setup_logging(verbose)
+    fields = _fields(raw_fields, typed_fields)
+
+    def said_once(wait_info: object) -> None:
+        until = getattr(wait_info, "until", None)
+        if until is not None:
+            click.echo(f"git sluice: allowance spent; waiting until {local_time(until)}", err=True)
+
+    with open_session(need_branches=False, on_wait=said_once) as session:
+        deadline = session.clock.time() + timeout if timeout is not None else None
+        if path.strip("/") == "graphql":
+            query = fields.pop("query", None)
+            if not isinstance(query, str):
+                raise click.UsageError("graphql needs -f query='…'")
+            answer = session.forge.request(
+                "POST",
+                session.settings.graphql,
+                json_body={"query": query, "variables": fields},
+                wait=wait,
+                deadline=deadline,
+            )
+        elif method.upper() == "GET":
+            answer = session.forge.get(path, params=fields or None, wait=wait, deadline=deadline)
+        else:
+            answer = session.forge.request(method, path, json_body=fields or None, wait=wait, deadline=deadline)
+    if include:
+        click.echo(f"HTTP {answer.status}{' (kept answer, not modified)' if answer.from_kept else ''}")
+        for key, value in answer.headers.items():
+            click.echo(f"{key}: {value}")
+        click.echo()
+    text = answer.body.decode("utf-8", "replace")
+    try:
+        text = json.dumps(json.loads(text), indent=2)
+    except ValueError:
+        pass
+    click.echo(text)
+    if answer.status >= 400:
+        sys.exit(1)
+    if path.strip("/") == "graphql":
+        try:
+            if json.loads(answer.body).get("errors"):
+                sys.exit(1)  # GitHub answers a refused query with 200 and errors[], as `gh api` exits 1
+        except (ValueError, AttributeError):
+            pass

@@ -1,0 +1,196 @@
+"""One process's wiring: settings, the host store, the forge client and the remote.
+
+Every command builds its world here, so the rules hold for all of them the
+same way: the host pause store is consulted before any call, a pause the
+forge opens is published to the fleet through a pause note, the pause notes
+last fetched are adopted before the first call, and the one probe at a
+pause's end is claimed on the note so one host probes for the whole fleet.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import httpx
+
+from .clock import Clock, default_clock
+from .config import Settings, load_settings
+from .forge.auth import Credentials, credentials_from_settings
+from .forge.client import Forge
+from .forge.hoststore import HostStore, Outcome, PauseView, Permit, Wait
+from .forge.kept import KeptAnswers
+from .paths import host_state_dir
+from .remote.git import RemoteGit
+from .remote.notes import PauseNote, PauseNotes
+from .repo import Repo
+
+log = logging.getLogger("git_sluice")
+
+# After losing the fleet's probe claim, look again this much later: the winner's
+# probe is on the wire now, and its outcome reaches us with the next fetch.
+PROBE_LOST_BACKOFF = 30.0
+
+
+@dataclass
+class Session:
+    repo: Repo
+    settings: Settings
+    clock: Clock
+    store: HostStore
+    forge: Forge
+    remote: RemoteGit
+    notes: PauseNotes
+    credentials: Credentials
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def owner_name(self) -> tuple[str, str]:
+        owner, name = self.settings.repository.split("/", 1)
+        return owner, name
+
+    def close(self) -> None:
+        for close in reversed(self.closers):
+            try:
+                close()
+            except Exception as exc:  # closing must not mask the command's own outcome
+                log.debug("closing: %s", exc)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class FleetPauses:
+    """The forge's link to the fleet: publish a pause, claim the probe, close the note."""
+
+    def __init__(self, notes: PauseNotes, store: HostStore, host: str, clock: Clock) -> None:
+        self.notes = notes
+        self.store = store
+        self.host = host
+        self.clock = clock
+
+    def published(self, pause: PauseView) -> None:
+        """Host first (already written), then the fleet: a failure here keeps the host's pause."""
+        note = PauseNote(
+            pool=pause.pool,
+            resource=pause.resource,
+            until=pause.until,
+            cls=pause.cls or "unknown",
+            epoch=pause.epoch,
+            host=self.host,
+            probe=None,
+        )
+        try:
+            self.notes.publish(note)
+        except Exception as exc:
+            log.warning("pause kept on this host only: could not publish it to the remote (%s)", exc)
+
+    def claim(self, permit: Permit) -> bool:
+        """One probe across hosts: the note names who probes. Unreachable remote: probe locally."""
+        try:
+            won = self.notes.claim_probe(permit.pool, permit.resource)
+        except Exception as exc:
+            log.warning("could not claim the probe on the remote (%s): probing for this host alone", exc)
+            return True
+        if not won:
+            note = self.notes.read(permit.pool, permit.resource)
+            holder = note.probe if note is not None else "another host"
+            log.info("%s probes %s/%s for the fleet; waiting for its outcome", holder, permit.pool, permit.resource)
+            self.store.finish(permit, Outcome("not_attempted"))
+            self.store.adopt(
+                permit.pool,
+                permit.resource,
+                self.clock.time() + PROBE_LOST_BACKOFF,
+                note.cls if note is not None else "unknown",
+                source=holder or "another host",
+            )
+        return won
+
+    def probed(self, permit: Permit) -> None:
+        """The probe succeeded: the allowance answers again, so the fleet's note goes."""
+        try:
+            self.notes.close(permit.pool, permit.resource)
+        except Exception as exc:
+            log.warning("could not delete the pause note on the remote (%s)", exc)
+
+
+def open_session(
+    path: str | Path = ".",
+    *,
+    clock: Clock | None = None,
+    need_branches: bool = True,
+    on_wait: Callable[[Wait], None] | None = None,
+    transport: httpx.BaseTransport | None = None,
+    store: HostStore | None = None,
+) -> Session:
+    """Everything one command needs; raises ConfigError / NoCredentials before any call."""
+    clock = clock or default_clock()
+    repo = Repo.discover(path)
+    settings = load_settings(repo.workdir or repo.git_dir, need_branches=need_branches)
+    state_dir = host_state_dir()
+    credentials = credentials_from_settings(
+        api=settings.api,
+        app_id=settings.app_id,
+        app_key_file=settings.app_key_file,
+        installation=settings.installation,
+        state_dir=state_dir,
+        clock=clock,
+        transport=transport,
+    )
+    own_store = store is None
+    store = store or HostStore(clock=clock)
+    remote = RemoteGit(repo, settings.remote, clock=clock)
+    notes = PauseNotes(repo, remote, host=settings.host, clock=clock)
+    fleet = FleetPauses(notes, store, settings.host, clock)
+    forge = Forge(
+        api=settings.api,
+        graphql_url=settings.graphql,
+        credentials=credentials,
+        store=store,
+        kept=KeptAnswers(repo.sluice_dir / "kept"),
+        clock=clock,
+        enforce=settings.enforce,
+        on_pause=fleet.published,
+        on_wait=on_wait,
+        probe_claim=fleet.claim if settings.enforce else None,
+        on_probed=fleet.probed,
+        transport=transport,
+    )
+    session = Session(repo, settings, clock, store, forge, remote, notes, credentials)
+    session.closers.append(forge.close)
+    if own_store:
+        session.closers.append(store.close)
+    adopt_notes(session)
+    return session
+
+
+def adopt_notes(session: Session) -> int:
+    """Hand the pause notes as last fetched to the host store (no network)."""
+    if not session.settings.enforce:
+        return 0
+    try:
+        return session.notes.adopt_into(session.store)
+    except Exception as exc:  # a garbage note must never crash a round
+        log.warning("could not read the pause notes: %s", exc)
+        return 0
+
+
+def fetch_and_adopt(session: Session, *extra_refspecs: str) -> str | None:
+    """Fetch ``refs/sluice/*`` (and extras), adopt pause notes; returns an error text or None.
+
+    A host that cannot reach the remote keeps its own pauses and keeps working:
+    nothing waits on the remote to stop a call.
+    """
+    error = None
+    try:
+        session.remote.fetch(*extra_refspecs)
+    except Exception as exc:
+        error = str(exc)
+        log.warning("could not fetch refs/sluice/* from %s: %s", session.settings.remote, exc)
+    adopt_notes(session)
+    return error
