@@ -1,0 +1,618 @@
+"""``git sluice setup``: install the hooks, add the fetch refspec, check the config.
+
+Setup touches things that belong to the user — their hooks, their remote's
+fetch refspecs — so it is built to be undone exactly: every change is written
+to a manifest (``<sluice dir>/setup.json``) before the next one is made, and
+``--undo`` reverses what the manifest names and nothing else.
+
+Where hooks go:
+
+- **config-defined hooks** (git >= 2.54: ``hook.<name>.command`` /
+  ``hook.<name>.event`` in the clone's config) are the least invasive: nothing
+  in the hooks folder changes and any hook already there runs as before. The
+  script lives in ``<sluice dir>/hooks/``.
+- otherwise **hook files** in the folder git runs hooks from: the common dir's
+  ``hooks/`` (so every linked worktree shares them), or ``core.hooksPath``
+  when set — which may serve other repositories too, so setup says so (the
+  scripts do nothing in a repository that was not set up). A hook already
+  there is *chained* the way pre-commit does it: moved to ``<hook>.legacy``,
+  and our script runs it first, with the same arguments and stdin, and exits
+  with its status.
+
+A hook that cannot be chained (a directory, a dangling link, not readable,
+not executable) is refused before anything changes (exit 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import json
+import os
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import SluiceError
+from .remote.git import SLUICE_REFSPEC
+
+HOOK_NAMES: tuple[str, ...] = ("pre-push", "reference-transaction")
+MARKER = b"# git-sluice hook:"
+"""The line that tells our scripts apart from anyone else's hook."""
+MANIFEST_NAME = "setup.json"
+CONFIG_HOOKS_SINCE: tuple[int, int] = (2, 54)
+CONFIG_HOOK_PREFIX = "sluice-"
+LEGACY_SUFFIX = ".legacy"
+
+
+class SetupRefused(SluiceError):
+    """Setup will not touch something it could not put back, or that would not work."""
+
+    exit_code = 2
+
+
+@dataclass
+class Step:
+    """One thing setup looked at, and what it did to it."""
+
+    subject: str
+    status: str
+    detail: str = ""
+    changed: bool = False
+
+    def line(self) -> str:
+        return f"{self.subject}: {self.status}" + (f" ({self.detail})" if self.detail else "")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"subject": self.subject, "status": self.status, "detail": self.detail, "changed": self.changed}
+
+
+@dataclass
+class Report:
+    """What ``setup`` (or ``--undo``) found and did, line by line."""
+
+    action: str
+    steps: list[Step] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    hooks_dir: str | None = None
+    shared_hooks_dir: bool = False
+    mode: str | None = None
+    remote: str | None = None
+    branches: list[str] = field(default_factory=list)
+    token_source: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return any(step.changed for step in self.steps)
+
+    def add(self, subject: str, status: str, detail: str = "", *, changed: bool = False) -> None:
+        self.steps.append(Step(subject, status, detail, changed))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "changed": self.changed,
+            "mode": self.mode,
+            "hooks_dir": self.hooks_dir,
+            "shared_hooks_dir": self.shared_hooks_dir,
+            "remote": self.remote,
+            "branches": self.branches,
+            "token": {"found": self.token_source is not None, "source": self.token_source},
+            "steps": [step.as_dict() for step in self.steps],
+            "warnings": self.warnings,
+        }
+
+
+# ----------------------------------------------------------------- pure parts
+
+
+def script(name: str) -> bytes:
+    """The hook script as shipped in the package (``hooks/`` in the source tree)."""
+    return importlib.resources.files("git_sluice.hookscripts").joinpath(name).read_bytes()
+
+
+def parse_git_version(text: str) -> tuple[int, ...]:
+    """``git version 2.39.5`` (or ``2.54.0.windows.1``, ``2.54.0-rc1``) -> (2, 39, 5)."""
+    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if match is None:
+        return (0,)
+    return tuple(int(part) for part in match.groups() if part is not None)
+
+
+def choose_mode(version: tuple[int, ...]) -> str:
+    """``config`` where git runs config-defined hooks (>= 2.54), else ``files``."""
+    return "config" if version[:2] >= CONFIG_HOOKS_SINCE else "files"
+
+
+def config_hook_command(path: Path) -> str:
+    """The ``hook.<name>.command`` value: the script, with ``exec`` when a shell is needed,
+    so the hook's parent is still the git process its runner waits for."""
+    quoted = shlex.quote(str(path))
+    return quoted if quoted == str(path) else f"exec {quoted}"
+
+
+def is_ours(path: Path) -> bool:
+    """A regular file whose first lines carry our marker."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return False
+        with path.open("rb") as handle:
+            head = handle.read(512)
+    except OSError:
+        return False
+    return MARKER in head
+
+
+def chain_problem(path: Path) -> str | None:
+    """Why an existing hook cannot be chained, or None when it can."""
+    legacy = path.with_name(path.name + LEGACY_SUFFIX)
+    if path.is_symlink() and not path.exists():
+        return f"{path} is a symbolic link to {os.readlink(path)}, which does not exist; remove it or fix the link"
+    if path.is_dir():
+        return f"{path} is a directory, not a hook git can run; move it away and run setup again"
+    if not path.is_file():
+        return f"{path} is not a regular file; move it away and run setup again"
+    if not os.access(path, os.R_OK):
+        return f"{path} is not readable; make it readable (chmod u+r) or move it away, then run setup again"
+    if not os.access(path, os.X_OK):
+        return (
+            f"{path} is not executable, so git does not run it now; make it executable "
+            "(chmod +x) if it should run, or remove it, then run setup again"
+        )
+    if os.path.lexists(legacy):
+        return f"{legacy} already exists, and setup keeps the current hook there; move one of them away"
+    return None
+
+
+# ----------------------------------------------------------------- the manifest
+
+
+def _manifest_path(sluice_dir: Path) -> Path:
+    return sluice_dir / MANIFEST_NAME
+
+
+def load_manifest(sluice_dir: Path) -> dict[str, Any] | None:
+    """What setup changed here, or None when it has no (readable) record."""
+    try:
+        data = json.loads(_manifest_path(sluice_dir).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    for key in ("hooks", "config_hooks", "refspecs", "dirs"):
+        if not isinstance(data.get(key), list):
+            data[key] = []
+    return data
+
+
+def _empty_manifest() -> dict[str, Any]:
+    return {"version": 1, "hooks": [], "config_hooks": [], "refspecs": [], "dirs": []}
+
+
+def _save_manifest(sluice_dir: Path, manifest: Mapping[str, Any]) -> None:
+    path = _manifest_path(sluice_dir)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ----------------------------------------------------------------- where things are
+
+
+def sluice_dir_of(repo: Any) -> Path:
+    """``<common dir>/sluice``, refusing a file or anything else in its place."""
+    path = Path(repo.common_dir) / "sluice"
+    if os.path.lexists(path) and not path.is_dir():
+        raise SetupRefused(
+            f"{path} is not a directory, but git-sluice keeps this clone's state there; "
+            "move it away and run setup again"
+        )
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def hooks_dir(repo: Any) -> tuple[Path, bool]:
+    """(the folder git runs hooks from, whether ``core.hooksPath`` chose it)."""
+    proc = repo.git("config", "--get", "core.hooksPath", check=False)
+    configured = proc.stdout.strip() if proc.returncode == 0 else ""
+    if not configured:
+        return Path(repo.common_dir) / "hooks", False
+    path = Path(os.path.expanduser(configured))
+    if not path.is_absolute():
+        # git runs hooks from the top of the worktree (the git dir when bare)
+        base = Path(repo.workdir) if repo.workdir is not None else Path(repo.git_dir)
+        path = base / path
+    return Path(os.path.abspath(path)), True
+
+
+def installed_git_version(repo: Any) -> tuple[int, ...]:
+    proc = repo.git("version", check=False)
+    return parse_git_version(proc.stdout)
+
+
+# ----------------------------------------------------------------- file hooks
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def _write_script(path: Path, data: bytes) -> None:
+    mode = (0o755 & ~_umask()) | 0o700
+    tmp = path.with_name(f".{path.name}.sluice-{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def _ensure_dir(path: Path, manifest: dict[str, Any]) -> None:
+    """Create the hooks folder if missing, remembering the topmost folder created."""
+    if path.is_dir():
+        return
+    top = path
+    while not top.parent.exists():
+        top = top.parent
+    path.mkdir(parents=True, exist_ok=True)
+    if str(top) not in manifest["dirs"]:
+        manifest["dirs"].append(str(top))
+
+
+def _hook_entry(manifest: Mapping[str, Any], path: Path) -> dict[str, Any] | None:
+    for entry in manifest["hooks"]:
+        if isinstance(entry, dict) and entry.get("path") == str(path):
+            return entry
+    return None
+
+
+# ----------------------------------------------------------------- config hooks
+
+
+def _config_value(repo: Any, key: str) -> str | None:
+    proc = repo.git("config", "--local", "--get", key, check=False)
+    return proc.stdout.rstrip("\n") if proc.returncode == 0 else None
+
+
+def _section_exists(repo: Any, section: str) -> bool:
+    """Whether the clone's own config has any key of ``section`` (``hook.sluice-pre-push``)."""
+    pattern = "^" + re.escape(section + ".")
+    proc = repo.git("config", "--local", "--get-regexp", pattern, check=False)
+    return proc.returncode == 0 and bool(proc.stdout.strip())
+
+
+def verify_config_hook(repo: Any, name: str) -> bool:
+    """Whether git lists our config-defined hook for the event (``git hook list``)."""
+    proc = repo.git("hook", "list", name, check=False)
+    return proc.returncode == 0 and f"{CONFIG_HOOK_PREFIX}{name}" in proc.stdout
+
+
+# ----------------------------------------------------------------- install
+
+
+Verifier = Callable[[Any, str], bool]
+TokenFinder = Callable[[str], "tuple[str, str] | None"]
+
+
+def _default_token_finder(api: str) -> tuple[str, str] | None:
+    from .forge.auth import find_token
+
+    return find_token(api)
+
+
+def install(
+    repo: Any,
+    *,
+    git_version: tuple[int, ...] | None = None,
+    verify: Verifier = verify_config_hook,
+    token_finder: TokenFinder = _default_token_finder,
+) -> Report:
+    """Set the clone up (idempotent). Raises ConfigError / SetupRefused (exit 2) before changing anything."""
+    from . import hookrun
+    from .config import load_settings
+
+    report = Report(action="setup")
+    root = repo.workdir if repo.workdir is not None else repo.git_dir
+    settings = load_settings(root)  # a config it would refuse is refused now, naming the key
+    report.remote, report.branches = settings.remote, list(settings.branches)
+    sluice_dir = sluice_dir_of(repo)
+    directory, shared = hooks_dir(repo)
+    report.hooks_dir, report.shared_hooks_dir = str(directory), shared
+    version = installed_git_version(repo) if git_version is None else git_version
+    mode = choose_mode(version)
+    report.mode = mode
+
+    # every refusal before the first change
+    plans: dict[str, str] = {}
+    for name in HOOK_NAMES:
+        path = directory / name
+        if not os.path.lexists(path):
+            plans[name] = "create"
+        elif is_ours(path):
+            plans[name] = "ours"
+        elif mode == "config":
+            plans[name] = "leave"
+        else:
+            problem = chain_problem(path)
+            if problem is not None:
+                raise SetupRefused(f"cannot chain the existing {name} hook: {problem}")
+            plans[name] = "chain"
+
+    manifest = load_manifest(sluice_dir) or _empty_manifest()
+    before = json.dumps(manifest, sort_keys=True)
+    if shared:
+        report.warnings.append(
+            f"core.hooksPath is set: the hooks go to {directory}, which may serve other repositories "
+            "too (they do nothing in a repository that was not set up)"
+        )
+    report.add("hooks folder", str(directory), "core.hooksPath" if shared else "this clone's hooks")
+
+    for name in HOOK_NAMES:
+        plan = plans[name]
+        if mode == "config" and plan != "ours":
+            if _install_config_hook(repo, name, sluice_dir, manifest, report, verify):
+                continue
+            # git did not list it: fall back to a hook file, chained if need be
+            path = directory / name
+            if os.path.lexists(path) and not is_ours(path):
+                problem = chain_problem(path)
+                if problem is not None:
+                    raise SetupRefused(f"cannot chain the existing {name} hook: {problem}")
+                plan = "chain"
+            elif not os.path.lexists(path):
+                plan = "create"
+            else:
+                plan = "ours"
+        _install_file_hook(name, directory / name, plan, manifest, report, sluice_dir)
+
+    _ensure_refspec(repo, settings.remote, manifest, report, sluice_dir)
+    if json.dumps(manifest, sort_keys=True) != before:
+        _save_manifest(sluice_dir, manifest)
+    # after every config change, so the hooks see a filter newer than the config
+    hookrun.refresh_filter(repo, sluice_dir)
+
+    report.add("config", "ok", f"remote {settings.remote}, branches {', '.join(settings.branches)}")
+    _check_token(settings, report, token_finder)
+    return report
+
+
+def _install_file_hook(
+    name: str, path: Path, plan: str, manifest: dict[str, Any], report: Report, sluice_dir: Path
+) -> None:
+    data = script(name)
+    subject = f"hook {name}"
+    if plan == "ours":
+        if path.read_bytes() == data:
+            report.add(subject, "unchanged", str(path))
+        else:
+            _write_script(path, data)
+            report.add(subject, "updated", str(path), changed=True)
+        if _hook_entry(manifest, path) is None:
+            # a manifest lost since: infer what setup had done, so undo still restores it
+            legacy = path.with_name(name + LEGACY_SUFFIX)
+            action = "chained" if os.path.lexists(legacy) else "created"
+            manifest["hooks"].append({"name": name, "path": str(path), "action": action})
+        return
+    _ensure_dir(path.parent, manifest)
+    if plan == "create":
+        manifest["hooks"].append({"name": name, "path": str(path), "action": "created"})
+        _save_manifest(sluice_dir, manifest)
+        _write_script(path, data)
+        report.add(subject, "installed", str(path), changed=True)
+        return
+    legacy = path.with_name(name + LEGACY_SUFFIX)
+    digest = hashlib.sha256(legacy_bytes(path)).hexdigest()
+    manifest["hooks"].append(
+        {"name": name, "path": str(path), "action": "chained", "legacy": str(legacy), "sha256": digest}
+    )
+    _save_manifest(sluice_dir, manifest)
+    os.rename(path, legacy)
+    _write_script(path, data)
+    report.add(
+        subject,
+        "installed, chained to the existing hook",
+        f"moved to {legacy.name}; it still runs first, with its exit status",
+        changed=True,
+    )
+
+
+def legacy_bytes(path: Path) -> bytes:
+    """What a hook is, byte for byte (a link is its target's name, as a rename keeps it)."""
+    if path.is_symlink():
+        return b"symlink:" + os.fsencode(os.readlink(path))
+    return path.read_bytes()
+
+
+def _install_config_hook(
+    repo: Any, name: str, sluice_dir: Path, manifest: dict[str, Any], report: Report, verify: Verifier
+) -> bool:
+    section = f"hook.{CONFIG_HOOK_PREFIX}{name}"
+    target = sluice_dir / "hooks" / name
+    command = config_hook_command(target)
+    subject = f"hook {name}"
+    data = script(name)
+    existed = _section_exists(repo, section)
+    unchanged = (
+        existed
+        and _config_value(repo, f"{section}.command") == command
+        and _config_value(repo, f"{section}.event") == name
+        and target.is_file()
+        and target.read_bytes() == data
+    )
+    if unchanged:
+        report.add(subject, "unchanged", f"config-defined hook {section}")
+        return True
+    if not any(e.get("section") == section for e in manifest["config_hooks"] if isinstance(e, dict)):
+        manifest["config_hooks"].append({"name": name, "section": section, "script": str(target)})
+        _save_manifest(sluice_dir, manifest)
+    target.parent.mkdir(mode=0o700, exist_ok=True)
+    _write_script(target, data)
+    repo.git("config", "--local", f"{section}.command", command)
+    repo.git("config", "--local", f"{section}.event", name)
+    if not verify(repo, name):
+        _remove_config_hook(repo, section, target)
+        manifest["config_hooks"] = [
+            e for e in manifest["config_hooks"] if not (isinstance(e, dict) and e.get("section") == section)
+        ]
+        _save_manifest(sluice_dir, manifest)
+        report.warnings.append(f"git did not list the config-defined {name} hook; installed a hook file instead")
+        return False
+    report.add(subject, "installed", f"config-defined hook {section} (git >= 2.54)", changed=True)
+    return True
+
+
+def _remove_config_hook(repo: Any, section: str, target: Path) -> bool:
+    removed = False
+    if _section_exists(repo, section):
+        repo.git("config", "--local", "--remove-section", section, check=False)
+        removed = True
+    try:
+        target.unlink()
+        removed = True
+    except OSError:
+        pass
+    return removed
+
+
+def _ensure_refspec(repo: Any, remote: str, manifest: dict[str, Any], report: Report, sluice_dir: Path) -> None:
+    key = f"remote.{remote}.fetch"
+    subject = "fetch refspec"
+    proc = repo.git("config", "--get-all", key, check=False)
+    if SLUICE_REFSPEC in proc.stdout.splitlines():
+        report.add(subject, "unchanged", f"{key} has {SLUICE_REFSPEC}")
+        return
+    section_existed = _section_exists(repo, f"remote.{remote}")
+    manifest["refspecs"].append(
+        {"remote": remote, "key": key, "value": SLUICE_REFSPEC, "section_created": not section_existed}
+    )
+    _save_manifest(sluice_dir, manifest)
+    repo.git("config", "--local", "--add", key, SLUICE_REFSPEC)
+    report.add(subject, "added", f"{SLUICE_REFSPEC} to {key}", changed=True)
+
+
+def _check_token(settings: Any, report: Report, token_finder: TokenFinder) -> None:
+    """Say whether a token is found and where (never the token itself)."""
+    if settings.app_id:
+        report.token_source = f"GitHub App {settings.app_id}"
+        report.add("token", "GitHub App", f"app {settings.app_id}, installation token minted when needed")
+        return
+    try:
+        found = token_finder(settings.api)
+    except Exception:
+        found = None
+    if found is None:
+        report.add("token", "none found")
+        report.warnings.append(
+            "no GitHub token found: rounds will fail until one is (GH_TOKEN, GITHUB_TOKEN, "
+            "`git credential` for the API host, or `gh auth login`)"
+        )
+        return
+    report.token_source = found[1]
+    report.add("token", "found", f"from {found[1]}; not shown")
+
+
+# ----------------------------------------------------------------- undo
+
+
+def undo(repo: Any) -> Report:
+    """Put back every hook and the refspec exactly as they were before setup."""
+    from . import hookrun
+
+    report = Report(action="undo")
+    path = Path(repo.common_dir) / "sluice"
+    sluice_dir = path if path.is_dir() else None
+    manifest = load_manifest(sluice_dir) if sluice_dir is not None else None
+    directory, shared = hooks_dir(repo)
+    report.hooks_dir, report.shared_hooks_dir = str(directory), shared
+    if manifest is None:
+        manifest = _inferred_manifest(directory)
+        if manifest["hooks"]:
+            report.warnings.append("no record of what setup changed: undoing what its hooks show")
+
+    for entry in manifest["hooks"]:
+        if isinstance(entry, dict):
+            _undo_file_hook(entry, report)
+    for entry in manifest["config_hooks"]:
+        if isinstance(entry, dict) and entry.get("section"):
+            section = str(entry["section"])
+            if _remove_config_hook(repo, section, Path(str(entry.get("script", "")))):
+                report.add(f"hook {entry.get('name', section)}", "removed", f"config-defined hook {section}", changed=True)
+    for entry in manifest["refspecs"]:
+        if isinstance(entry, dict):
+            _undo_refspec(repo, entry, report)
+    for top in reversed(manifest["dirs"]):
+        _remove_empty_dirs(Path(str(top)))
+
+    if sluice_dir is not None:
+        for name in (MANIFEST_NAME, hookrun.FILTER_NAME, hookrun.WARNED_NAME):
+            try:
+                (sluice_dir / name).unlink()
+            except OSError:
+                pass
+        try:
+            (sluice_dir / "hooks").rmdir()
+        except OSError:
+            pass
+    if not report.steps:
+        report.add("setup", "nothing to undo", "setup has not changed anything here")
+    return report
+
+
+def _inferred_manifest(directory: Path) -> dict[str, Any]:
+    manifest = _empty_manifest()
+    for name in HOOK_NAMES:
+        path = directory / name
+        if is_ours(path):
+            legacy = path.with_name(name + LEGACY_SUFFIX)
+            action = "chained" if os.path.lexists(legacy) else "created"
+            manifest["hooks"].append({"name": name, "path": str(path), "action": action})
+    return manifest
+
+
+def _undo_file_hook(entry: Mapping[str, Any], report: Report) -> None:
+    path = Path(str(entry.get("path", "")))
+    name = str(entry.get("name", path.name))
+    subject = f"hook {name}"
+    legacy = path.with_name(path.name + LEGACY_SUFFIX)
+    if os.path.lexists(path) and not is_ours(path):
+        report.add(subject, "left in place", f"{path} was changed since setup")
+        report.warnings.append(f"{path} is no longer git-sluice's hook; left as it is")
+        return
+    if entry.get("action") == "chained":
+        if os.path.lexists(legacy):
+            os.replace(legacy, path)
+            report.add(subject, "restored", f"the original hook is back at {path}", changed=True)
+            return
+        report.warnings.append(f"the original {name} hook ({legacy}) is gone; removed git-sluice's hook only")
+    if os.path.lexists(path):
+        path.unlink()
+        report.add(subject, "removed", str(path), changed=True)
+
+
+def _undo_refspec(repo: Any, entry: Mapping[str, Any], report: Report) -> None:
+    remote = str(entry.get("remote", ""))
+    key = str(entry.get("key") or f"remote.{remote}.fetch")
+    value = str(entry.get("value") or SLUICE_REFSPEC)
+    proc = repo.git("config", "--local", "--get-all", key, check=False)
+    if value not in proc.stdout.splitlines():
+        return
+    repo.git("config", "--local", "--fixed-value", "--unset-all", key, value)
+    if entry.get("section_created") and not _section_exists(repo, f"remote.{remote}"):
+        repo.git("config", "--local", "--remove-section", f"remote.{remote}", check=False)
+    report.add("fetch refspec", "removed", f"{value} from {key}", changed=True)
+
+
+def _remove_empty_dirs(top: Path) -> None:
+    """Remove folders setup created, only while they are empty."""
+    if not top.is_dir():
+        return
+    for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda item: -len(item[0])):
+        try:
+            os.rmdir(dirpath)
+        except OSError:
+            pass
+
