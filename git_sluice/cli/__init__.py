@@ -11,6 +11,7 @@ from ._group import main
 
 # Command modules (each registers itself on `main`).
 # (add one import line per command module here)
+from . import hook_cmd, setup_cmd  # noqa: E402,F401  (issue 6)
 from . import api_cmd  # noqa: E402,F401
 
 __all__ = ["main"]
