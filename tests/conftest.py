@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["git_sluice.double.pytest_plugin"]
+
 _LEAKY = (
     "GH_TOKEN",
     "GITHUB_TOKEN",

@@ -268,8 +268,8 @@ class Forge:
             # a probe or a cohort is in flight: its calls end within seconds
             if deadline is not None and now > deadline:
                 raise AllowanceSpent(pool, resource, decision.until, reason=f"{decision.reason} in progress")
+            # real time, not the injected clock: the wait is for another caller's call to end
             _time.sleep(0.005)
-            self.clock.sleep(0.05)
 
     def _send(
         self,
