@@ -5,7 +5,8 @@ A fault matches a request when its ``path`` regex is found (``re.search``) in
 matches (``None``: until cleared). Faults come in three roles, applied in this
 order by the pipeline:
 
-- *delay*: ``hang`` holds the request for real seconds, then it goes on;
+- *delay*: ``hang`` holds the request for real seconds (or until the fault is
+  cleared), then it goes on;
 - *answer*: ``status``, ``drop``, ``not_json``, ``primary``, ``secondary``,
   ``graphql_rate_limited`` replace the answer (the first that matches wins);
 - *mangle*: ``truncate``, ``reset``, ``graphql_partial`` alter a normal answer.
@@ -48,6 +49,8 @@ class Fault:
     path: str | None
     times: int | None
     params: dict[str, Any] = field(default_factory=dict)
+    # Set when the fault is cleared: requests a ``hang`` holds go on at once.
+    released: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     def matches(self, line: str, is_graphql: bool) -> bool:
         if self.kind in GRAPHQL_ONLY and not is_graphql:
@@ -77,6 +80,11 @@ class Faults:
             raise DoubleError("graphql_rate_limited type: expected RATE_LIMITED or RATE_LIMIT")
         if kind in ("primary", "secondary") and int(params.get("status", 403)) not in (403, 429):
             raise DoubleError(f"{kind} fault status: expected 403 or 429")
+        if kind == "reset" and params.get("value", "past") not in ("past", "absurd", "garbage"):
+            try:
+                float(params["value"])
+            except (TypeError, ValueError):
+                raise DoubleError("reset fault value: expected past, absurd, garbage or an epoch number") from None
         if times is not None and int(times) < 1:
             raise DoubleError("fault times: expected a positive number, or None for until cleared")
         fault = Fault(
@@ -92,10 +100,10 @@ class Faults:
 
     def clear(self, fault_id: int | None = None) -> None:
         with self._lock:
-            if fault_id is None:
-                self._faults.clear()
-            else:
-                self._faults = [f for f in self._faults if f.id != fault_id]
+            gone = [f for f in self._faults if fault_id is None or f.id == fault_id]
+            self._faults = [f for f in self._faults if f not in gone]
+        for fault in gone:
+            fault.released.set()
 
     def active(self) -> list[Fault]:
         with self._lock:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import parse_qsl
@@ -109,8 +110,12 @@ class _Outcome:
     drop: bool = False
 
 
-def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float], None]) -> Response:
-    """Answer one request; ``sleep`` is the server's (interruptible, real-time) wait for hang faults."""
+def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float, threading.Event], None]) -> Response:
+    """Answer one request.
+
+    ``sleep(seconds, released)`` is the server's real-time wait for a hang
+    fault, cut short when the fault is cleared or the server stops.
+    """
     resource = resource_for(req.path)
     is_graphql = req.path == "/graphql"
     line = req.line
@@ -126,7 +131,7 @@ def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float], None]) -> 
         else:
             delay = gh.faults.take(DELAY, line, is_graphql)
             if delay is not None:
-                sleep(float(delay.params["seconds"]))
+                sleep(float(delay.params["seconds"]), delay.released)
             with gh.lock:
                 out = _answer(gh, req, who, principal, resource, line, is_graphql)
         with gh.lock:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -87,9 +88,14 @@ class _Server(ThreadingHTTPServer):
         self.gh = gh
         self.stopping = threading.Event()
 
-    def sleep(self, seconds: float) -> None:
-        """A hang fault's real wait, cut short when the server stops."""
-        self.stopping.wait(seconds)
+    def sleep(self, seconds: float, released: threading.Event) -> None:
+        """A hang fault's real wait, cut short when the fault is cleared or the server stops."""
+        deadline = time.monotonic() + seconds
+        while not released.is_set() and not self.stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            released.wait(min(left, 0.02))
 
 
 class DoubleServer:

@@ -1,0 +1,56 @@
+"""``python -m git_sluice.double [--scenario FILE] [--host H] [--port N]``.
+
+Prints the base URL alone on the first line of stdout (flushed), so a parent
+process reads one line and knows where to talk; then serves until SIGINT or
+SIGTERM. With ``GIT_SLUICE_TEST_CLOCK`` set it runs on that FileClock, so the
+double and the processes under test share one notion of time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from types import FrameType
+
+from ..clock import default_clock
+from .core import GitHubDouble
+from .graphql_api import github_schema
+from .scenario import ScenarioError, load_scenario_file
+from .server import serve
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m git_sluice.double", description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", help="JSON file declaring users, tokens, repos, pull requests …")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    args = parser.parse_args(argv)
+
+    gh = GitHubDouble(clock=default_clock())
+    if args.scenario:
+        try:
+            load_scenario_file(gh, args.scenario)
+        except ScenarioError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return error.exit_code
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    with serve(gh, host=args.host, port=args.port) as server:
+        print(server.url, flush=True)
+        # Build GitHub's schema now rather than on the first GraphQL call (it takes a moment).
+        threading.Thread(target=github_schema, name="schema-warmup", daemon=True).start()
+        while not stop.wait(0.5):
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
