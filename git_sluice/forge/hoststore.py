@@ -1,0 +1,585 @@
+"""The host store: one SQLite file shared by every git-sluice process on the host.
+
+It holds, per (pool, resource), the state of the pause machine (``gate``) with
+the permits in flight, plus the budget ledger (the last rate headers and the
+counted calls) and the counters of held, fenced and not-attempted calls.
+
+Why SQLite, and why this way (design §4, §11):
+
+- one file for the whole host, so a throttle seen by any process stops every
+  process of every repository on the host at once;
+- WAL mode and a busy timeout, so readers never wait and writers queue;
+- ``BEGIN IMMEDIATE`` for every read-modify-write of a gate, so two processes
+  seeing a throttle at the same moment cannot both open the pause, and two
+  processes at a pause's end cannot both get the probe;
+- permits carry a deadline, so a process killed with -9 while holding one (even
+  the probe) never wedges anything: the next caller expires it;
+- a corrupt file is moved aside and the store starts afresh — losing a pause
+  costs at most one throttle, crashing costs every tool on the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import filelock
+
+from .. import paths
+from ..clock import Clock
+from ..errors import SluiceError
+from . import gate, rules
+
+log = logging.getLogger("git_sluice")
+
+SCHEMA_VERSION = 1
+DEFAULT_BUSY_TIMEOUT = 10.0
+LEDGER_BUCKET = 60  # seconds per ledger bucket: "the last hour" is then exact to a minute
+LEDGER_KEEP = 2 * 86400
+
+OutcomeKind = Literal["ok", "throttle", "spent", "failure", "not_attempted"]
+_T = TypeVar("_T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS gates (
+    pool TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    state TEXT NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (pool, resource)
+);
+CREATE TABLE IF NOT EXISTS rates (
+    pool TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    lim INTEGER,
+    remaining INTEGER,
+    used INTEGER,
+    reset REAL,
+    observed_at REAL NOT NULL,
+    PRIMARY KEY (pool, resource)
+);
+CREATE TABLE IF NOT EXISTS ledger (
+    pool TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    bucket INTEGER NOT NULL,
+    counted INTEGER NOT NULL DEFAULT 0,
+    cost INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (pool, resource, bucket)
+);
+CREATE TABLE IF NOT EXISTS counters (
+    pool TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (pool, resource, name)
+);
+"""
+
+
+class HostStoreError(SluiceError):
+    """The host state file cannot be used (locked too long, unwritable); says which file and what to do."""
+
+
+@dataclass(frozen=True)
+class Permit:
+    """Leave to send one call; ``start`` it just before the wire and ``finish`` it after.
+
+    ``enforce`` False marks an observe-only permit: it is never fenced, but what
+    would have happened is counted.
+    """
+
+    id: str
+    pool: str
+    resource: str
+    epoch: int
+    kind: str  # normal | probe | cohort
+    deadline_at: float
+    enforce: bool = True
+
+
+@dataclass(frozen=True)
+class Wait:
+    """No call now for (pool, resource); ask again at ``until``."""
+
+    pool: str
+    resource: str
+    until: float
+    reason: str  # paused | probe | ramp
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a permitted call ended; the verdict lets ``finish`` compute the pause end."""
+
+    kind: OutcomeKind
+    verdict: rules.Verdict | None = None
+
+
+@dataclass(frozen=True)
+class PauseView:
+    """A pause (or a ramp after one) as a person or the fleet should see it."""
+
+    pool: str
+    resource: str
+    phase: str
+    until: float
+    cls: str | None
+    how: str | None
+    epoch: int
+    streak: int
+    source: str  # "local" or the host it was adopted from
+    observe_only: bool
+    held: int  # calls held (or, observe-only, that would have been held) in this window
+    paused_at: float | None = None
+    cohort_size: int | None = None  # during the ramp: the size of the cohort now admitted
+
+
+@dataclass(frozen=True)
+class BudgetRow:
+    pool: str
+    resource: str
+    limit: int | None
+    remaining: int | None
+    used: int | None
+    reset: float | None
+    observed_at: float | None
+    counted_last_hour: int
+    cost_last_hour: int
+
+
+class _Corrupt(Exception):
+    """The file is not (or no longer) a usable database."""
+
+
+class HostStore:
+    """The host-wide store of pauses, permits and the budget ledger. Safe across threads and processes."""
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        clock: Clock,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    ) -> None:
+        self.path = Path(path) if path is not None else paths.host_store_path()
+        self.clock = clock
+        self.busy_timeout = float(busy_timeout)
+        self._mutex = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._inode: tuple[int, int] | None = None
+        with self._mutex:
+            self._connect()
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> HostStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _connect(self) -> None:
+        """Open (creating, or recovering from corruption) the database file."""
+        try:
+            self._open_once()
+        except _Corrupt as exc:
+            self._recover(str(exc))
+
+    def _open_once(self) -> None:
+        self.close()
+        parent = self.path.parent
+        if not parent.is_dir():
+            parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.chmod(self.path, 0o600)
+            st = os.stat(self.path)
+        except OSError as exc:
+            raise HostStoreError(
+                f"cannot open the host state file {self.path}: {exc.strerror}; "
+                "make its directory writable by you (or set XDG_STATE_HOME to a directory that is)"
+            ) from None
+        conn = sqlite3.connect(
+            str(self.path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+            raise self._translate(exc) from None
+        self._conn = conn
+        self._inode = (st.st_dev, st.st_ino)
+
+    def _translate(self, exc: sqlite3.Error) -> Exception:
+        """A locked file becomes an actionable HostStoreError; a broken one becomes _Corrupt."""
+        text = str(exc).lower()
+        if isinstance(exc, sqlite3.OperationalError):
+            if "locked" in text or "busy" in text:
+                return HostStoreError(
+                    f"the host state file {self.path} stayed locked by another process for more than "
+                    f"{self.busy_timeout:g} s; look for a hung git-sluice process holding it "
+                    f"(`fuser {self.path}`) and stop it, or, if the file is on a network file system, "
+                    "point XDG_STATE_HOME at a local disk"
+                )
+            if "malformed" in text or "not a database" in text:
+                return _Corrupt(str(exc))
+            return HostStoreError(
+                f"the host state file {self.path} cannot be used: {exc}; check that the file and its "
+                "directory are writable by you and the disk is not full"
+            )
+        if isinstance(exc, sqlite3.DatabaseError):
+            return _Corrupt(str(exc))
+        return HostStoreError(f"the host state file {self.path} cannot be used: {exc}")
+
+    def _recover(self, why: str) -> None:
+        """Move a corrupt file aside (once, even with many processes at it) and start afresh."""
+        self.close()
+        lock = filelock.FileLock(str(self.path) + ".recover.lock", timeout=self.busy_timeout)
+        try:
+            with lock:
+                try:
+                    self._open_once()  # someone else may have recovered it already
+                    return
+                except _Corrupt:
+                    pass
+                stamp = int(self.clock.time())
+                aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+                n = 1
+                while aside.exists():
+                    aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}.{n}")
+                    n += 1
+                for suffix in ("", "-wal", "-shm"):
+                    src = Path(str(self.path) + suffix)
+                    if src.exists():
+                        os.replace(src, Path(str(aside) + suffix))
+                log.warning(
+                    "the host state file %s was unusable (%s); moved it aside to %s and started afresh "
+                    "(pauses and the budget ledger on this host are forgotten)",
+                    self.path,
+                    why,
+                    aside,
+                )
+                try:
+                    self._open_once()
+                except _Corrupt as exc:
+                    raise HostStoreError(
+                        f"the host state file {self.path} cannot be created afresh ({exc}); "
+                        "check the disk and the directory"
+                    ) from None
+        except filelock.Timeout:
+            raise HostStoreError(
+                f"could not take {lock.lock_file} within {self.busy_timeout:g} s to recover the corrupt "
+                f"host state file {self.path}; remove the lock file if no git-sluice process is running"
+            ) from None
+
+    def _ensure_current_file(self) -> None:
+        """Reconnect if another process replaced the file (moved a corrupt one aside)."""
+        try:
+            st = os.stat(self.path)
+            same = self._inode == (st.st_dev, st.st_ino)
+        except OSError:
+            same = False
+        if self._conn is None or not same:
+            self._connect()
+
+    def _run(self, op: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run one operation; a file that turns out corrupt is recovered and the operation retried once."""
+        with self._mutex:
+            for attempt in (1, 2):
+                self._ensure_current_file()
+                assert self._conn is not None
+                try:
+                    return op(self._conn)
+                except sqlite3.Error as exc:
+                    err = self._translate(exc)
+                    if isinstance(err, _Corrupt) and attempt == 1:
+                        self._recover(str(err))
+                        continue
+                    if isinstance(err, _Corrupt):
+                        raise HostStoreError(
+                            f"the host state file {self.path} is corrupt and could not be recovered: {err}"
+                        ) from None
+                    raise err from None
+            raise AssertionError("unreachable")
+
+    @contextlib.contextmanager
+    def _write(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        """One read-modify-write under SQLite's write lock, so no other process interleaves."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # --- gate state ----------------------------------------------------------------
+
+    def _load(self, conn: sqlite3.Connection, pool: str, resource: str) -> gate.GateState:
+        row = conn.execute("SELECT state FROM gates WHERE pool = ? AND resource = ?", (pool, resource)).fetchone()
+        if row is None:
+            return gate.GateState(pool_id=pool)
+        try:
+            state = gate.GateState.from_dict(json.loads(row[0]))
+        except ValueError as exc:
+            log.warning("pause state for %s/%s in %s was unreadable (%s); starting it afresh", pool, resource, self.path, exc)
+            return gate.GateState(pool_id=pool)
+        state.pool_id = pool
+        return state
+
+    def _save(self, conn: sqlite3.Connection, pool: str, resource: str, state: gate.GateState, now: float) -> None:
+        conn.execute(
+            "INSERT INTO gates (pool, resource, state, updated_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (pool, resource) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+            (pool, resource, json.dumps(state.to_dict(), separators=(",", ":")), now),
+        )
+
+    def _count(self, conn: sqlite3.Connection, pool: str, resource: str, name: str, n: int = 1) -> None:
+        conn.execute(
+            "INSERT INTO counters (pool, resource, name, value) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (pool, resource, name) DO UPDATE SET value = value + excluded.value",
+            (pool, resource, name, n),
+        )
+
+    @staticmethod
+    def _view(pool: str, resource: str, state: gate.GateState) -> PauseView:
+        return PauseView(
+            pool=pool,
+            resource=resource,
+            phase=state.phase,
+            until=state.until,
+            cls=state.cls,
+            how=state.how,
+            epoch=state.epoch,
+            streak=state.streak,
+            source=state.source,
+            observe_only=state.observe_only,
+            held=state.held,
+            paused_at=state.paused_at,
+            cohort_size=state.cohort_size if state.phase == "ramp" else None,
+        )
+
+    # --- the permit road --------------------------------------------------------------
+
+    def acquire(self, pool: str, resource: str, *, deadline: float = 60.0, enforce: bool = True) -> Permit | Wait:
+        """A permit for one call, or how long to wait. Observe-only (``enforce=False``) always grants."""
+
+        def op(conn: sqlite3.Connection) -> Permit | Wait:
+            with self._write(conn):
+                now = self.clock.time()
+                state = self._load(conn, pool, resource)
+                expired = gate.expire(state, now)
+                if expired:
+                    self._count(conn, pool, resource, "expired", len(expired))
+                permit_id = uuid.uuid4().hex
+                if enforce:
+                    decision = gate.acquire(state, now, permit_id, now + deadline)
+                    if isinstance(decision, gate.Wait):
+                        self._count(conn, pool, resource, "held")
+                else:
+                    trial = copy.deepcopy(state)
+                    decision = gate.acquire(trial, now, permit_id, now + deadline)
+                    if isinstance(decision, gate.Grant):
+                        state = trial
+                    else:
+                        # what enforcement would have held goes out anyway, untracked, as a
+                        # call from inside the window (its throttle extends, never escalates)
+                        state.held += 1
+                        self._count(conn, pool, resource, "would_hold")
+                        decision = gate.Grant("normal", state.epoch - 1)
+                self._save(conn, pool, resource, state, now)
+            if isinstance(decision, gate.Wait):
+                return Wait(pool, resource, decision.until, decision.reason)
+            return Permit(permit_id, pool, resource, decision.epoch, decision.kind, now + deadline, enforce)
+
+        return self._run(op)
+
+    def start(self, permit: Permit) -> bool:
+        """May the call go on the wire now? False = fenced: do not send it (it is counted not attempted)."""
+
+        def op(conn: sqlite3.Connection) -> bool:
+            with self._write(conn):
+                now = self.clock.time()
+                state = self._load(conn, permit.pool, permit.resource)
+                tracked = permit.id in state.permits
+                ok = gate.start(state, permit.id, now)
+                if not ok and (permit.enforce or tracked):
+                    self._count(conn, permit.pool, permit.resource, "fenced" if permit.enforce else "would_fence")
+                self._save(conn, permit.pool, permit.resource, state, now)
+            return ok or not permit.enforce
+
+        return self._run(op)
+
+    def finish(self, permit: Permit, outcome: Outcome) -> PauseView | None:
+        """Hand the permit back; returns the pause this opened or extended (to publish), else None."""
+
+        def op(conn: sqlite3.Connection) -> PauseView | None:
+            with self._write(conn):
+                now = self.clock.time()
+                state = self._load(conn, permit.pool, permit.resource)
+                expired = gate.expire(state, now)
+                if expired:
+                    self._count(conn, permit.pool, permit.resource, "expired", len(expired))
+                finished = self._finished(state, permit, outcome, now)
+                if outcome.kind == "not_attempted":
+                    self._count(conn, permit.pool, permit.resource, "not_attempted")
+                effect = gate.finish(state, permit.id, now, finished, epoch=permit.epoch)
+                if effect == "paused" and not permit.enforce:
+                    state.observe_only = True
+                self._save(conn, permit.pool, permit.resource, state, now)
+            if effect in ("paused", "extended"):
+                return self._view(permit.pool, permit.resource, state)
+            return None
+
+        return self._run(op)
+
+    @staticmethod
+    def _finished(state: gate.GateState, permit: Permit, outcome: Outcome, now: float) -> gate.Finished:
+        if outcome.kind in ("throttle", "spent"):
+            until, how = gate.pause_until_for(state, outcome.verdict, now=now, permit_epoch=permit.epoch)
+            if outcome.kind == "spent":
+                return gate.spent(until, how)
+            cls = outcome.verdict.cls if outcome.verdict is not None and outcome.verdict.cls else "unknown"
+            return gate.throttled(until, cls, how)
+        return {"ok": gate.OK, "failure": gate.FAILURE, "not_attempted": gate.NOT_ATTEMPTED}[outcome.kind]
+
+    def adopt(self, pool: str, resource: str, until: float, cls: str | None, *, source: str) -> bool:
+        """Take on a pause another host published; True if it paused (or lengthened the pause) here."""
+
+        def op(conn: sqlite3.Connection) -> bool:
+            with self._write(conn):
+                now = self.clock.time()
+                state = self._load(conn, pool, resource)
+                gate.expire(state, now)
+                changed = gate.adopt(state, until, cls, now, source=source)
+                if changed:
+                    self._save(conn, pool, resource, state, now)
+            return changed
+
+        return self._run(op)
+
+    # --- reading ----------------------------------------------------------------------
+
+    def _views(self, where: str = "", args: tuple[str, ...] = ()) -> list[PauseView]:
+        def op(conn: sqlite3.Connection) -> list[PauseView]:
+            now = self.clock.time()
+            rows = conn.execute(f"SELECT pool, resource, state FROM gates {where} ORDER BY pool, resource", args)
+            views = []
+            for pool, resource, text in rows.fetchall():
+                try:
+                    state = gate.GateState.from_dict(json.loads(text))
+                except ValueError:
+                    continue
+                state.pool_id = pool
+                gate.expire(state, now)  # what the next caller will find; nothing is written
+                if state.phase != "open":
+                    views.append(self._view(pool, resource, state))
+            return views
+
+        return self._run(op)
+
+    def pauses(self) -> list[PauseView]:
+        """Every (pool, resource) not open: paused, probing or ramping (observe-only ones flagged)."""
+        return self._views()
+
+    def pause_for(self, pool: str, resource: str) -> PauseView | None:
+        views = self._views("WHERE pool = ? AND resource = ?", (pool, resource))
+        return views[0] if views else None
+
+    def counters(self) -> dict[tuple[str, str], dict[str, int]]:
+        """Held, would-hold, fenced, would-fence, not-attempted and expired calls per (pool, resource)."""
+
+        def op(conn: sqlite3.Connection) -> dict[tuple[str, str], dict[str, int]]:
+            out: dict[tuple[str, str], dict[str, int]] = {}
+            for pool, resource, name, value in conn.execute("SELECT pool, resource, name, value FROM counters"):
+                out.setdefault((pool, resource), {})[name] = value
+            return out
+
+        return self._run(op)
+
+    # --- the budget ledger --------------------------------------------------------------
+
+    def record_rate(self, pool: str, resource: str, headers: rules.RateHeaders, *, counted: bool, cost: int) -> None:
+        """Remember the last rate headers of (pool, resource) and, if GitHub counted it, the call."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            with self._write(conn):
+                now = self.clock.time()
+                if any(v is not None for v in (headers.limit, headers.remaining, headers.used, headers.reset)):
+                    conn.execute(
+                        "INSERT INTO rates (pool, resource, lim, remaining, used, reset, observed_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pool, resource) DO UPDATE SET "
+                        "lim = COALESCE(excluded.lim, lim), remaining = COALESCE(excluded.remaining, remaining), "
+                        "used = COALESCE(excluded.used, used), reset = COALESCE(excluded.reset, reset), "
+                        "observed_at = excluded.observed_at",
+                        (pool, resource, headers.limit, headers.remaining, headers.used, headers.reset, now),
+                    )
+                if counted:
+                    bucket = int(now // LEDGER_BUCKET) * LEDGER_BUCKET
+                    conn.execute(
+                        "INSERT INTO ledger (pool, resource, bucket, counted, cost) VALUES (?, ?, ?, 1, ?) "
+                        "ON CONFLICT (pool, resource, bucket) DO UPDATE SET "
+                        "counted = counted + 1, cost = cost + excluded.cost",
+                        (pool, resource, bucket, int(cost)),
+                    )
+                    conn.execute("DELETE FROM ledger WHERE bucket < ?", (int(now) - LEDGER_KEEP,))
+
+        self._run(op)
+
+    def budget(self) -> list[BudgetRow]:
+        """Per (pool, resource): the last rate headers seen and the calls counted in the last hour."""
+
+        def op(conn: sqlite3.Connection) -> list[BudgetRow]:
+            since = self.clock.time() - 3600
+            rates = {
+                (r[0], r[1]): r[2:]
+                for r in conn.execute("SELECT pool, resource, lim, remaining, used, reset, observed_at FROM rates")
+            }
+            spent = {
+                (r[0], r[1]): (r[2], r[3])
+                for r in conn.execute(
+                    "SELECT pool, resource, SUM(counted), SUM(cost) FROM ledger WHERE bucket > ? "
+                    "GROUP BY pool, resource",
+                    (since - LEDGER_BUCKET,),
+                )
+            }
+            rows = []
+            for key in sorted(set(rates) | set(spent)):
+                lim, remaining, used, reset, observed_at = rates.get(key, (None,) * 5)
+                counted, cost = spent.get(key, (0, 0))
+                rows.append(
+                    BudgetRow(key[0], key[1], lim, remaining, used, reset, observed_at, int(counted), int(cost))
+                )
+            return rows
+
+        return self._run(op)
