@@ -1,0 +1,386 @@
+"""The taken-in queue of each branch: its entries, their state, and where they are kept.
+
+The queue is what other tools read instead of asking GitHub themselves
+(``git sluice queue --json``), so its JSON is a public, versioned interface,
+documented in ``docs/queue-json.md``; :func:`to_document` is the only producer
+of it. Each branch's queue lives in ``<sluice dir>/queue/<branch>.json``
+(branch names percent-encoded, since they may hold ``/``), written atomically
+under a lock so concurrent processes of one clone never see half a queue. A
+corrupt file is discarded and re-read from GitHub rather than trusted.
+
+``<sluice dir>/heads`` lists every queued request's head across all branches
+(``<branch> <number> <head_ref> <head_sha>`` per line) for the pre-push hook:
+a push to a request's head is local movement that asks GitHub at once.
+
+The state rule (:func:`derive_state`) is pure and documented with its edge
+cases in ``docs/queue-json.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+import filelock
+
+from ..errors import SluiceError
+
+if TYPE_CHECKING:
+    from .graphql import Reading
+
+log = logging.getLogger("git_sluice")
+
+SCHEMA_VERSION = 1
+STATES = ("draft", "waiting", "blocked", "ready")
+
+_BLOCKING_CHECKS = frozenset({"FAILURE", "ERROR"})
+_WAITING_CHECKS = frozenset({"PENDING", "EXPECTED"})
+_KNOWN_CHECKS = frozenset({"SUCCESS"}) | _BLOCKING_CHECKS | _WAITING_CHECKS
+_KNOWN_REVIEWS = frozenset({"APPROVED", "CHANGES_REQUESTED", "REVIEW_REQUIRED"})
+_LOCK_TIMEOUT = 30.0
+
+
+class QueueLockBusy(SluiceError):
+    """Another process kept the queue lock far longer than a save takes."""
+
+
+# ---------------------------------------------------------------------- time
+
+
+def rfc3339(epoch: float) -> str:
+    """``2026-11-29T18:00:00Z``: UTC, whole seconds, as the public JSON promises."""
+    return datetime.fromtimestamp(int(epoch), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> float:
+    """Epoch seconds of an RFC 3339 time (``Z`` or an offset)."""
+    value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    if value.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone")
+    return value.timestamp()
+
+
+# --------------------------------------------------------------------- state
+
+
+def derive_state(
+    draft: bool,
+    review_decision: str | None,
+    checks_state: str | None,
+    mergeable: str | None,
+    *,
+    checks_expected: bool = False,
+) -> str:
+    """``draft`` | ``blocked`` | ``waiting`` | ``ready``, in that order of precedence.
+
+    - draft: the request is a draft, whatever else is true.
+    - blocked (needs a person): changes requested, checks FAILURE/ERROR, or a
+      merge conflict; it beats waiting, because waiting longer will not help.
+    - waiting (time may help): review required, checks PENDING/EXPECTED, no
+      checks yet where checks are expected (``checks_expected``: the branch's
+      other requests have checks), mergeability UNKNOWN or not read, or a value
+      this version does not know (never call unknown "ready").
+    - ready: review APPROVED or none required, checks SUCCESS or none (where
+      none are expected), MERGEABLE.
+    """
+    if draft:
+        return "draft"
+    if (
+        review_decision == "CHANGES_REQUESTED"
+        or checks_state in _BLOCKING_CHECKS
+        or mergeable == "CONFLICTING"
+    ):
+        return "blocked"
+    if (
+        review_decision == "REVIEW_REQUIRED"
+        or (review_decision is not None and review_decision not in _KNOWN_REVIEWS)
+        or checks_state in _WAITING_CHECKS
+        or (checks_state is not None and checks_state not in _KNOWN_CHECKS)
+        or (checks_state is None and checks_expected)
+        or mergeable != "MERGEABLE"
+    ):
+        return "waiting"
+    return "ready"
+
+
+# --------------------------------------------------------------------- entry
+
+
+@dataclass
+class Entry:
+    """One taken-in request as the queue keeps it (times are epoch seconds)."""
+
+    number: int
+    title: str
+    author: str | None
+    head_ref: str
+    head_sha: str
+    base: str
+    draft: bool
+    updated_at: str
+    review_decision: str | None
+    checks_state: str | None
+    failing: list[str]
+    mergeable: str | None
+    labels: list[str]
+    state: str
+    taken_in_at: float
+    read_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry in the documented shape (``docs/queue-json.md``)."""
+        return {
+            "number": self.number,
+            "title": self.title,
+            "author": self.author,
+            "head_ref": self.head_ref,
+            "head_sha": self.head_sha,
+            "base": self.base,
+            "draft": self.draft,
+            "updated_at": self.updated_at,
+            "review_decision": self.review_decision,
+            "checks": {"state": self.checks_state, "failing": list(self.failing)},
+            "mergeable": self.mergeable,
+            "labels": list(self.labels),
+            "state": self.state,
+            "taken_in_at": rfc3339(self.taken_in_at),
+            "read_at": rfc3339(self.read_at),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Entry:
+        """The inverse of :meth:`to_json`; raises KeyError/TypeError/ValueError when malformed."""
+        checks = data["checks"]
+        if not isinstance(checks, Mapping):
+            raise TypeError("checks is not an object")
+        state = data["state"]
+        if state not in STATES:
+            raise ValueError(f"unknown state {state!r}")
+        number = data["number"]
+        if not isinstance(number, int) or isinstance(number, bool):
+            raise TypeError("number is not an integer")
+        if not isinstance(data["draft"], bool):
+            raise TypeError("draft is not a boolean")
+        return cls(
+            number=number,
+            title=str(data["title"]),
+            author=_opt_str(data["author"]),
+            head_ref=str(data["head_ref"]),
+            head_sha=str(data["head_sha"]),
+            base=str(data["base"]),
+            draft=data["draft"],
+            updated_at=str(data["updated_at"]),
+            review_decision=_opt_str(data["review_decision"]),
+            checks_state=_opt_str(checks["state"]),
+            failing=[str(n) for n in checks["failing"]],
+            mergeable=_opt_str(data["mergeable"]),
+            labels=[str(n) for n in data["labels"]],
+            state=state,
+            taken_in_at=parse_rfc3339(data["taken_in_at"]),
+            read_at=parse_rfc3339(data["read_at"]),
+        )
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def checks_expected(entries: Iterable[Entry]) -> bool:
+    """Whether this branch runs checks at all: any non-draft entry has reported some.
+
+    A request read before its CI started has no checks yet; on a branch whose
+    other requests have checks that means "not yet", so it waits (and is
+    re-checked) instead of passing as ready with nothing run.
+    """
+    return any(e.checks_state is not None for e in entries if not e.draft)
+
+
+def entry_from_reading(
+    reading: Reading,
+    *,
+    previous: Entry | None,
+    now: float,
+    checks_expected: bool = False,
+) -> Entry:
+    """The queue entry for a fresh GraphQL reading; keeps when it was first taken in."""
+    return Entry(
+        number=reading.number,
+        title=reading.title,
+        author=reading.author,
+        head_ref=reading.head_ref,
+        head_sha=reading.head_sha,
+        base=reading.base,
+        draft=reading.draft,
+        updated_at=reading.updated_at,
+        review_decision=reading.review_decision,
+        checks_state=reading.checks_state,
+        failing=list(reading.failing),
+        mergeable=reading.mergeable,
+        labels=list(reading.labels),
+        state=derive_state(
+            reading.draft,
+            reading.review_decision,
+            reading.checks_state,
+            reading.mergeable,
+            checks_expected=checks_expected,
+        ),
+        taken_in_at=previous.taken_in_at if previous is not None else now,
+        read_at=now,
+    )
+
+
+# ------------------------------------------------------------------ document
+
+
+@dataclass
+class QueueDoc:
+    """One branch's queue; ``withdrawn_by`` names the host whose lease made this one let go."""
+
+    repository: str | None
+    branch: str
+    holder: str | None = None
+    read_at: float | None = None
+    entries: dict[int, Entry] = field(default_factory=dict)
+    withdrawn_by: str | None = None
+
+
+def to_document(doc: QueueDoc) -> dict[str, Any]:
+    """The public JSON (schema 1) of one branch's queue: entries sorted by number."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "repository": doc.repository,
+        "branch": doc.branch,
+        "holder": doc.holder,
+        "read_at": rfc3339(doc.read_at) if doc.read_at is not None else None,
+        "entries": [doc.entries[n].to_json() for n in sorted(doc.entries)],
+    }
+
+
+def from_document(data: Mapping[str, Any]) -> QueueDoc:
+    """A queue from its stored form; raises on anything not schema 1."""
+    if data.get("schema") != SCHEMA_VERSION:
+        raise ValueError(f"schema {data.get('schema')!r} is not {SCHEMA_VERSION}")
+    branch = data["branch"]
+    if not isinstance(branch, str) or not branch:
+        raise ValueError("no branch")
+    entries: dict[int, Entry] = {}
+    for raw in data["entries"]:
+        entry = Entry.from_json(raw)
+        entries[entry.number] = entry
+    read_at = data.get("read_at")
+    return QueueDoc(
+        repository=_opt_str(data.get("repository")),
+        branch=branch,
+        holder=_opt_str(data.get("holder")),
+        read_at=parse_rfc3339(read_at) if read_at is not None else None,
+        entries=entries,
+        withdrawn_by=_opt_str(data.get("withdrawn_by")),
+    )
+
+
+# --------------------------------------------------------------------- store
+
+
+def branch_file_name(branch: str) -> str:
+    """A file name for a branch: percent-encoded (``/`` and all), hashed if very long.
+
+    ``~`` cannot occur in a git branch name, so it marks the hashed form.
+    """
+    encoded = quote(branch, safe="")
+    if len(encoded) > 180:
+        digest = hashlib.sha256(branch.encode()).hexdigest()[:16]
+        encoded = f"{encoded[:150]}~{digest}"
+    return encoded + ".json"
+
+
+class QueueStore:
+    """The queues of one clone, in its sluice dir (shared by worktrees and processes)."""
+
+    def __init__(self, sluice_dir: Path | str) -> None:
+        self.sluice_dir = Path(sluice_dir)
+        self.queue_dir = self.sluice_dir / "queue"
+        self.heads_path = self.sluice_dir / "heads"
+        self._lock_path = self.sluice_dir / "queue.lock"
+
+    def path_for(self, branch: str) -> Path:
+        return self.queue_dir / branch_file_name(branch)
+
+    def load(self, branch: str) -> QueueDoc:
+        """The branch's queue; empty when absent, and when corrupt (logged, re-read from GitHub)."""
+        path = self.path_for(branch)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return QueueDoc(repository=None, branch=branch)
+        except OSError as exc:
+            log.warning("queue %s unreadable (%s): starting empty", path, exc)
+            return QueueDoc(repository=None, branch=branch)
+        try:
+            doc = from_document(json.loads(text))
+            if doc.branch != branch:
+                raise ValueError(f"holds branch {doc.branch!r}")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("queue %s is corrupt (%s): discarded, it will be re-read from GitHub", path, exc)
+            return QueueDoc(repository=None, branch=branch)
+        return doc
+
+    def save(self, doc: QueueDoc) -> None:
+        """Write the branch's queue atomically, then the ``heads`` file, under the queue lock."""
+        self.queue_dir.mkdir(parents=True, exist_ok=True)
+        stored = to_document(doc)
+        stored["withdrawn_by"] = doc.withdrawn_by
+        try:
+            with filelock.FileLock(str(self._lock_path), timeout=_LOCK_TIMEOUT):
+                _atomic_write(self.path_for(doc.branch), json.dumps(stored, indent=1, sort_keys=False) + "\n")
+                self._write_heads(doc)
+        except filelock.Timeout:
+            raise QueueLockBusy(
+                f"the queue lock {self._lock_path} stayed busy for {_LOCK_TIMEOUT:.0f} s; "
+                "is a git-sluice process stuck? (the lock is released when it exits)"
+            ) from None
+
+    def branches(self) -> list[str]:
+        """Every branch with a stored queue, sorted."""
+        if not self.queue_dir.is_dir():
+            return []
+        found: set[str] = set()
+        for path in self.queue_dir.glob("*.json"):
+            stem = path.name[: -len(".json")]
+            if "~" not in stem:
+                found.add(unquote(stem))
+                continue
+            try:
+                branch = json.loads(path.read_text(encoding="utf-8"))["branch"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if isinstance(branch, str):
+                found.add(branch)
+        return sorted(found)
+
+    def _write_heads(self, saved: QueueDoc) -> None:
+        lines: list[str] = []
+        for branch in sorted(set(self.branches()) | {saved.branch}):
+            doc = saved if branch == saved.branch else self.load(branch)
+            for number in sorted(doc.entries):
+                entry = doc.entries[number]
+                lines.append(f"{branch} {number} {entry.head_ref} {entry.head_sha}")
+        _atomic_write(self.heads_path, "".join(line + "\n" for line in lines))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
