@@ -35,7 +35,7 @@ from graphql.utilities import get_operation_ast
 
 from .auth import Principal
 from .graphql_cost import Price, QueryLimitError, price
-from .graphql_resolvers import GqlContext, NotFound, root_value
+from .graphql_resolvers import GqlContext, NotFound, rate_limit_values, root_value
 
 if TYPE_CHECKING:
     from .core import GitHubDouble
@@ -150,45 +150,47 @@ def run(gh: "GitHubDouble", principal: Principal, raw: bytes, now: float, partia
             return GraphQLOutcome(200, rate_limited(principal))
         bucket.charge(now, cost.cost)
     ctx = GqlContext(gh=gh, principal=principal, price=cost, bucket=bucket, now=now)
-    result = execute_sync(
-        schema, document, root_value=root_value(ctx), variable_values=variables, operation_name=operation_name
-    )
-    if partial:
-        # Prefer a field two deep (a pull request, not the whole repository).
-        for depth in (2, 1):
-            failing = _FailOneField(depth)
-            attempt = execute_sync(
-                schema,
-                document,
-                root_value=root_value(ctx),
-                variable_values=variables,
-                operation_name=operation_name,
-                middleware=[failing],
-            )
-            if failing.fired:
-                result = attempt
-                break
+    if cost.dry_run:
+        # GitHub prices a dry run without running it: only rateLimit answers.
+        return GraphQLOutcome(200, {"data": _dry_run_data(operation, ctx)})
+    middleware = [_FailOneField(depth) for depth in (2, 1)] if partial else [None]
+    for failing in middleware:
+        # The partial fault prefers failing a field two deep (a pull request, not the repository).
+        result = execute_sync(
+            schema,
+            document,
+            root_value=root_value(ctx),
+            variable_values=variables,
+            operation_name=operation_name,
+            middleware=[failing] if failing else None,
+        )
+        if failing is None or failing.fired:
+            break
     body: dict[str, Any] = {}
     if result.errors:
         body["errors"] = [_format_execution(e) for e in result.errors]
     body["data"] = result.data
-    if cost.dry_run and isinstance(body["data"], dict):
-        keep = _root_keys(operation.selection_set.selections, "rateLimit")
-        body["data"] = {k: v for k, v in body["data"].items() if k in keep}
-    charged = 0 if cost.dry_run else cost.cost
-    return GraphQLOutcome(200, body, counted=not cost.dry_run, cost=charged)
+    return GraphQLOutcome(200, body, counted=True, cost=cost.cost)
+
+
+def _dry_run_data(operation: Any, ctx: GqlContext) -> dict[str, Any]:
+    numbers = rate_limit_values(ctx)
+    data: dict[str, Any] = {}
+    for sel in operation.selection_set.selections:
+        if isinstance(sel, FieldNode) and sel.name.value == "rateLimit":
+            fields = sel.selection_set.selections if sel.selection_set else []
+            data[sel.alias.value if sel.alias else "rateLimit"] = {
+                (f.alias.value if f.alias else f.name.value): (
+                    "RateLimit" if f.name.value == "__typename" else numbers.get(f.name.value)
+                )
+                for f in fields
+                if isinstance(f, FieldNode)
+            }
+    return data
 
 
 def _fragments(document: DocumentNode) -> dict[str, FragmentDefinitionNode]:
     return {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
-
-
-def _root_keys(selections: Any, name: str) -> set[str]:
-    return {
-        (s.alias.value if s.alias else s.name.value)
-        for s in selections
-        if isinstance(s, FieldNode) and s.name.value == name
-    }
 
 
 class PartialFault(Exception):

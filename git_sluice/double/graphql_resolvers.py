@@ -102,11 +102,11 @@ def root_value(ctx: GqlContext) -> dict[str, Any]:
     return {
         "repository": lambda info, owner, name, **_: _repository(ctx, owner, name),
         "viewer": lambda info: _viewer(ctx),
-        "rateLimit": lambda info, **_: _rate_limit(ctx),
+        "rateLimit": lambda info, **_: rate_limit_values(ctx),
     }
 
 
-def _rate_limit(ctx: GqlContext) -> dict[str, Any]:
+def rate_limit_values(ctx: GqlContext) -> dict[str, Any]:
     b = ctx.bucket
     return {
         "cost": ctx.price.cost,
