@@ -13,5 +13,7 @@ from ._group import main
 # (add one import line per command module here)
 from . import hook_cmd, setup_cmd  # noqa: E402,F401  (issue 6)
 from . import api_cmd  # noqa: E402,F401
+from . import intake_cmd  # noqa: E402,F401
+from . import roles_cmd  # noqa: E402,F401
 
 __all__ = ["main"]

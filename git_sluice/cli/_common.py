@@ -54,8 +54,15 @@ DURATION = Duration()
 def setup_logging(verbose: bool = False) -> None:
     """Progress to stderr only when asked; the hooks and the log file set their own."""
     root = logging.getLogger("git_sluice")
-    if not root.handlers:
+    level = logging.INFO if verbose else logging.WARNING
+    stderr = [h for h in root.handlers if getattr(h, "_sluice_stderr", False)]
+    if not stderr:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("git sluice: %(message)s"))
+        handler._sluice_stderr = True  # type: ignore[attr-defined]
         root.addHandler(handler)
-    root.setLevel(logging.INFO if verbose else logging.WARNING)
+        stderr = [handler]
+    for handler in stderr:
+        handler.setLevel(level)
+    if root.level == logging.NOTSET or root.level > level:
+        root.setLevel(level)

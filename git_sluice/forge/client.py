@@ -20,7 +20,7 @@ import json as jsonlib
 import logging
 import time as _time
 from datetime import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 from urllib.parse import urlencode, urlsplit
 
@@ -312,6 +312,9 @@ class Forge:
             self.stats.calls.append((address, status))
             now = self.clock.time()
             verdict = rules.classify(status, answer_headers, body, method=method, path=path, now=now)
+            if verdict.kind in ("ok", "spent_ok") and status != 304 and body and not _parses(body):
+                # GitHub's API speaks JSON; an HTML "unicorn" page or a cut body is a failure
+                verdict = replace(verdict, kind="failure", reason=f"unparsable answer body ({status})")
             counted, cost = self._cost(status, verdict, body)
             self.store.record_rate(
                 permit.pool, verdict.resource, rules.parse_rate_headers(answer_headers), counted=counted, cost=cost
@@ -392,6 +395,14 @@ class Forge:
         except (ValueError, KeyError, TypeError, AttributeError):
             return
         self.store.record_rate(pool, "graphql", headers, counted=False, cost=0)
+
+
+def _parses(body: bytes) -> bool:
+    try:
+        jsonlib.loads(body)
+        return True
+    except ValueError:
+        return False
 
 
 def _int(value: Any) -> int | None:

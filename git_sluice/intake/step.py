@@ -1,13 +1,73 @@
-"""A step: one intake round for the configured branches, then exit (hooks, `intake`)."""
+"""A step: one round per configured branch, then exit (``git sluice intake`` and every hook run).
+
+A step reads the lease and the pause notes in the fetch it makes anyway
+(``refs/sluice/*`` plus the branch), never pushes a mark, and takes a branch in
+only where no other host holds a live lease.
+"""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..remote.leases import LeaseKeeper
+from ..session import Session, fetch_and_adopt, open_session
+from .round import Intake, RoundReport
 
 log = logging.getLogger("git_sluice")
 
 
-def run_step(repo: Any, *, reason: str) -> None:
-    """Run one round for every configured branch (being wired to intake.round)."""
-    log.info("step reason=%s repo=%s", reason, getattr(repo, "common_dir", repo))
+def intake_for(session: Session, *, role: str = "step") -> tuple[Intake, LeaseKeeper]:
+    """The rounds of this clone, reading leases as ``role`` sees them."""
+    settings = session.settings
+    keeper = LeaseKeeper(
+        session.repo, session.remote, host=settings.host, role=role, lease=settings.lease, clock=session.clock
+    )
+
+    def branch_rev(branch: str) -> str | None:
+        return session.repo.ref(f"refs/remotes/{settings.remote}/{branch}")
+
+    intake = Intake(
+        sluice_dir=session.repo.sluice_dir,
+        repository=settings.repository,
+        host=settings.host,
+        discovery=settings.discovery,
+        forge=session.forge,
+        clock=session.clock,
+        lease_reader=keeper.read,
+        branch_rev=branch_rev,
+    )
+    return intake, keeper
+
+
+def branch_refspecs(session: Session, branches: Sequence[str]) -> list[str]:
+    remote = session.settings.remote
+    return [f"+refs/heads/{b}:refs/remotes/{remote}/{b}" for b in branches]
+
+
+def run_rounds(
+    session: Session,
+    branches: Sequence[str] | None = None,
+    *,
+    reason: str = "discovery",
+    wait: bool = False,
+    deadline: float | None = None,
+    fetch: bool = True,
+) -> list[RoundReport]:
+    """One round per branch; the fetch of ``refs/sluice/*`` and the branches comes first."""
+    chosen = list(branches or session.settings.branches)
+    if fetch:
+        fetch_and_adopt(session, *branch_refspecs(session, chosen))
+    intake, _ = intake_for(session)
+    return [intake.round(branch, reason=reason, wait=wait, deadline=deadline) for branch in chosen]
+
+
+def run_step(repo: object, *, reason: str) -> list[RoundReport]:
+    """The hooks' entry: one round for every configured branch of ``repo``; raises on failure."""
+    path = getattr(repo, "workdir", None) or getattr(repo, "git_dir", None) or Path(str(repo))
+    with open_session(path) as session:
+        reports = run_rounds(session, reason=reason)
+    for report in reports:
+        log.info("round %s", report.summary())
+    return reports

@@ -21,7 +21,7 @@ from git_sluice.forge.kept import address_of
 from git_sluice.paths import host_store_path
 from git_sluice.session import Session, open_session
 
-from .conftest import TOKEN
+TOKEN = "tok-alice"  # the double's test token (tests/forge/conftest.py)
 
 POOL = "user:alice"  # the double's name for alice's pool
 PULLS = "repos/o/r/pulls"

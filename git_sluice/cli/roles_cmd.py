@@ -1,0 +1,101 @@
+"""``git sluice drive``, ``git sluice wait`` and ``git sluice lease``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ._common import DURATION, handles_errors, print_json, setup_logging
+from ._group import main
+
+
+def _say_line(text: str) -> None:
+    """Progress: one line each, on stderr (stdout stays for results)."""
+    click.echo(f"git sluice: {text}", err=True)
+
+
+@main.command("drive")
+@click.option("-b", "--branch", "branches", multiple=True, help="Branch to drive (repeatable); default: sluice.branch.")
+@click.option("-v", "--verbose", is_flag=True, help="Also log every decision to stderr.")
+@handles_errors
+def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
+    """Hold the lease of each branch and take it in on the discovery clock.
+
+    The long-lived role, usually run as a service (contrib/systemd,
+    contrib/launchd). Renews its lease every third of the lease length, takes
+    over a wait's lease at once and a lapsed one after a full lease by its own
+    observation, and lets go on SIGINT / SIGTERM. Exit 0 when stopped.
+    """
+    from ..logfile import attach_log
+    from ..roles import Stopper, drive
+    from ..session import open_session
+
+    setup_logging(verbose)
+    stopper = Stopper()
+    stopper.install()
+    with open_session() as session:
+        attach_log(session.repo.sluice_dir)
+        drive(session, list(branches) or None, stopper=stopper, say=_say_line)
+
+
+@main.command("wait")
+@click.argument("number", type=int)
+@click.option("--timeout", type=DURATION, default=None, help="Give up after this long (exit 4).")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Say what git-sluice decided (to stderr).")
+@handles_errors
+def wait_command(number: int, timeout: float | None, as_json: bool, verbose: bool) -> None:
+    """Follow pull request NUMBER to an outcome: merged, closed, ready or blocked.
+
+    Prints each change once. Where no driver lives, it takes the branch's
+    lease as a wait and lets go when it ends; where another host takes the
+    branch in, it follows NUMBER alone, conditionally, once in a quarter of the
+    discovery interval. Exit codes: 0 merged or ready; 1 closed or blocked (or
+    failed); 2 configuration; 3 allowance spent past the timeout; 4 timed out.
+    """
+    from ..errors import local_time
+    from ..roles import Stopper, wait_for
+    from ..session import open_session
+
+    setup_logging(verbose)
+    stopper = Stopper()
+    stopper.install()
+
+    def said_once(info: object) -> None:
+        until = getattr(info, "until", None)
+        if until is not None:
+            click.echo(f"git sluice: allowance spent; waiting until {local_time(until)}", err=True)
+
+    with open_session(on_wait=said_once) as session:
+        result = wait_for(session, number, timeout=timeout, stopper=stopper,
+                          say=(lambda text: None) if as_json else click.echo)
+    if as_json:
+        print_json({"number": result.number, "outcome": result.outcome, "history": result.history})
+    sys.exit(result.exit_code)
+
+
+@main.command("lease")
+@click.option("-b", "--branch", "branches", multiple=True, help="Branch (repeatable); default: sluice.branch.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@handles_errors
+def lease_command(branches: tuple[str, ...], as_json: bool) -> None:
+    """Show who holds each branch's lease, its role, and its age by this host's observation.
+
+    Reads the marks as last fetched (``git fetch`` brings refs/sluice/*); a mark
+    that is not a lease record is reported as garbage, and ages like any other.
+    """
+    from ..intake.step import intake_for
+    from ..session import open_session
+
+    with open_session() as session:
+        _, keeper = intake_for(session, role="step")
+        views = keeper.read_all(list(branches) or list(session.settings.branches))
+    if as_json:
+        print_json({"leases": [
+            {"branch": v.branch, "oid": v.oid, "holder": v.holder, "role": v.role, "age": v.age,
+             "lease": v.lease, "garbage": v.garbage, "mine": v.mine, "live": v.live}
+            for v in views.values()]})
+        return
+    for view in views.values():
+        click.echo(view.describe())

@@ -1,0 +1,301 @@
+"""One round: take one branch's open pull requests in, asking only what could have moved.
+
+The order is the product's rule (design §3 "round", §7):
+
+1. the lease as last fetched — another host's live mark means no call at all,
+   and this host's entries for the branch are withdrawn, naming the holder;
+2. the discovery clock — within the interval, with nothing moved locally, no call;
+3. the conditional list of open requests (every page; a 304 costs nothing);
+4. cheap conditional GETs of the checks of requests still waiting on them
+   (another system's check moves no ``updated_at``);
+5. ONE GraphQL read (paged) of the requests that moved;
+6. the queue.
+
+Rounds of one branch are serialised per clone by a file lock, so ten
+processes starting at once make one list call and one query in total: the
+nine that wait find the discovery clock already wound.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import filelock
+
+from ..clock import Clock
+from ..forge.client import Forge
+from ..remote.lease import LeaseView
+from . import graphql as gq
+from .discovery import DiscoveryLog, due
+from .queue import Entry, QueueStore, checks_expected, entry_from_reading
+from .readings import plan_readings
+
+log = logging.getLogger("git_sluice")
+
+LeaseReader = Callable[[str], LeaseView | None]
+
+
+def rfc3339(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class RoundReport:
+    """What a round did, or why it did nothing; printed by ``intake`` and kept for ``status``."""
+
+    branch: str
+    outcome: str  # taken-in | within-interval | deferred | paused | failed
+    why: str
+    holder: str | None = None
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    requests: int = 0  # calls that reached GitHub
+    counted: int = 0  # REST calls GitHub counted
+    not_modified: int = 0  # 304s (free)
+    points: int = 0  # GraphQL points
+    open: int = 0
+    read: list[int] = field(default_factory=list)
+    added: list[int] = field(default_factory=list)
+    changed: list[int] = field(default_factory=list)
+    left: list[int] = field(default_factory=list)
+    skipped: dict[int, str] = field(default_factory=dict)
+    next_discovery: float | None = None
+    paused_until: float | None = None
+
+    @property
+    def cost(self) -> int:
+        return self.counted + self.points
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["skipped"] = {str(k): v for k, v in self.skipped.items()}
+        for key in ("started_at", "finished_at", "next_discovery", "paused_until"):
+            if data[key]:
+                data[key] = rfc3339(data[key])
+        return data
+
+    def summary(self) -> str:
+        if self.outcome == "taken-in":
+            moved = []
+            for label, numbers in (("added", self.added), ("changed", self.changed), ("left", self.left)):
+                if numbers:
+                    moved.append(f"{label} " + ", ".join(f"#{n}" for n in numbers))
+            text = (
+                f"{self.branch}: {self.open} open; {self.requests} calls ({self.not_modified} not modified, "
+                f"{self.counted} counted), {self.points} GraphQL points; " + ("; ".join(moved) or "nothing moved")
+            )
+            if self.skipped:
+                text += "; skipped " + ", ".join(f"#{n} ({why})" for n, why in sorted(self.skipped.items()))
+            return text
+        return f"{self.branch}: {self.why}"
+
+
+class RoundsLog:
+    """The last round per branch, for ``status`` (``<sluice_dir>/rounds.json``)."""
+
+    def __init__(self, sluice_dir: Path) -> None:
+        self.path = Path(sluice_dir) / "rounds.json"
+        self._lock = filelock.FileLock(str(self.path) + ".lock", timeout=30)
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads(self.path.read_text())
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def record(self, report: RoundReport) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with self._lock:
+            data = self.load()
+            data[report.branch] = report.to_json()
+            tmp = self.path.with_name(f".rounds.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, sort_keys=True))
+            os.replace(tmp, self.path)
+
+
+def _safe(branch: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else f"%{ord(c):02x}" for c in branch)
+
+
+class Intake:
+    """Rounds for one clone; the forge and the lease reader are handed in (tests inject them)."""
+
+    def __init__(
+        self,
+        *,
+        sluice_dir: Path,
+        repository: str,
+        host: str,
+        discovery: float,
+        forge: Forge,
+        clock: Clock,
+        lease_reader: LeaseReader,
+        branch_rev: Callable[[str], str | None],
+    ) -> None:
+        self.sluice_dir = Path(sluice_dir)
+        self.owner, self.name = repository.split("/", 1)
+        self.repository = repository
+        self.host = host
+        self.discovery = discovery
+        self.forge = forge
+        self.clock = clock
+        self.lease_reader = lease_reader
+        self.branch_rev = branch_rev
+        self.queue = QueueStore(self.sluice_dir)
+        self.discovery_log = DiscoveryLog(self.sluice_dir)
+        self.rounds = RoundsLog(self.sluice_dir)
+
+    # -- the round ---------------------------------------------------------
+    def round(self, branch: str, *, reason: str = "discovery", wait: bool = False, deadline: float | None = None) -> RoundReport:
+        started = self.clock.time()
+        lease = self.lease_reader(branch)
+        holder = lease.holder if lease is not None and lease.oid is not None else None
+        if lease is not None and not lease.takes_in:
+            report = self._defer(branch, lease, started)
+            self.rounds.record(report)
+            return report
+        lock = filelock.FileLock(str(self.sluice_dir / f"round-{_safe(branch)}.lock"), timeout=600)
+        self.sluice_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with lock:
+            now = self.clock.time()
+            rev = self.branch_rev(branch)
+            decision = due(self.discovery_log.last(branch), now=now, interval=self.discovery, rev=rev, reason=reason)
+            if not decision.ask:
+                report = RoundReport(
+                    branch, "within-interval", f"{decision.why}; next discovery at {rfc3339(decision.next_at or now)}",
+                    holder=holder, started_at=started, finished_at=now, next_discovery=decision.next_at,
+                )
+                return report
+            before = _snapshot(self.forge)
+            report = RoundReport(branch, "taken-in", decision.why, holder=holder, started_at=started)
+            last = self.discovery_log.last(branch)
+            base_moved = last is not None and last.rev is not None and rev is not None and last.rev != rev
+            try:
+                self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline)
+                self.discovery_log.record(branch, asked_at=now, rev=rev)
+                report.next_discovery = now + self.discovery
+            finally:
+                _account(report, before, self.forge)
+                report.finished_at = self.clock.time()
+                self.rounds.record(report)
+            return report
+
+    def _defer(self, branch: str, lease: LeaseView, now: float) -> RoundReport:
+        holder = lease.holder or "an unknown holder (a mark that is not a lease record)"
+        doc = self.queue.load(branch)
+        withdrawn = sorted(doc.entries)
+        if withdrawn or doc.withdrawn_by != holder or doc.holder != lease.holder:
+            doc.entries = {}
+            doc.withdrawn_by = holder
+            doc.holder = lease.holder
+            self.queue.save(doc)
+        return RoundReport(
+            branch, "deferred", f"{holder} holds the lease: it takes this branch in",
+            holder=lease.holder, started_at=now, finished_at=now, left=withdrawn,
+        )
+
+    def _take_in(
+        self, branch: str, report: RoundReport, holder: str | None, *, base_moved: bool, wait: bool,
+        deadline: float | None,
+    ) -> None:
+        items = self._list(branch, wait=wait, deadline=deadline)
+        report.open = len(items)
+        doc = self.queue.load(branch)
+        plan = plan_readings(items, doc.entries, discovery=True, now=self.clock.time(), base_moved=base_moved)
+        checked = [
+            number for number in plan.to_check
+            if self._checks_moved(doc.entries[number].head_sha, wait=wait, deadline=deadline)
+        ]
+        to_read = set(plan.query_numbers(checked))
+        result = gq.ParseResult()
+        if to_read:
+            result = gq.read_all(
+                lambda query, variables: self.forge.graphql(query, variables, wait=wait, deadline=deadline),
+                self.owner, self.name, sorted(to_read), base=branch, open_count=len(items),
+            )
+        report.read = sorted(to_read)
+        report.skipped = dict(result.skipped)
+        now = self.clock.time()
+        expected = checks_expected(doc.entries.values())
+        entries: dict[int, Entry] = {}
+        for number in sorted(plan.items):
+            previous = doc.entries.get(number)
+            reading = result.readings.get(number)
+            if reading is not None:
+                if reading.state != "OPEN" or reading.base != branch:
+                    report.skipped.setdefault(number, f"{reading.state.lower()} or retargeted since the list")
+                    continue
+                entry = entry_from_reading(reading, previous=previous, now=now, checks_expected=expected)
+            elif number in plan.drafts:
+                entry = plan.drafts[number]
+            elif previous is not None:
+                entry = previous
+            else:
+                continue  # new, but its reading was skipped: it is read again next round
+            if previous is None:
+                report.added.append(number)
+            elif _visible(previous) != _visible(entry):
+                report.changed.append(number)
+            entries[number] = entry
+        report.left = sorted(set(doc.entries) - set(entries))
+        doc.entries = entries
+        doc.repository = self.repository
+        doc.branch = branch
+        doc.holder = holder
+        doc.withdrawn_by = None
+        doc.read_at = now
+        self.queue.save(doc)
+
+    def _list(self, branch: str, *, wait: bool, deadline: float | None) -> list[dict[str, Any]]:
+        """Every page of the open requests on ``branch``, each page conditional."""
+        items: list[dict[str, Any]] = []
+        url: str | None = self.forge.url_for(
+            f"repos/{self.owner}/{self.name}/pulls",
+            {"state": "open", "base": branch, "per_page": 100},
+        )
+        pages = 0
+        while url is not None and pages < 100:
+            answer = self.forge.get(url, wait=wait, deadline=deadline).raise_for_status()
+            page = answer.json()
+            if not isinstance(page, list):
+                raise ValueError(f"GitHub's list of pull requests is not a list ({url})")
+            items.extend(item for item in page if isinstance(item, dict) and "number" in item)
+            url = answer.next_url()
+            pages += 1
+        return items
+
+    def _checks_moved(self, sha: str, *, wait: bool, deadline: float | None) -> bool:
+        """Conditional GETs of a head's check runs and combined status: free while nothing changed."""
+        moved = False
+        for suffix in ("check-runs", "status"):
+            answer = self.forge.get(
+                f"repos/{self.owner}/{self.name}/commits/{sha}/{suffix}", wait=wait, deadline=deadline
+            )
+            if answer.status == 200 and not answer.from_kept:
+                moved = True
+        return moved
+
+
+def _snapshot(forge: Forge) -> tuple[int, int, int, int]:
+    s = forge.stats
+    return (s.requests, s.counted, s.not_modified, s.points)
+
+
+def _account(report: RoundReport, before: tuple[int, int, int, int], forge: Forge) -> None:
+    after = _snapshot(forge)
+    report.requests, report.counted, report.not_modified, report.points = (a - b for a, b in zip(after, before))
+
+
+def _visible(entry: Entry) -> tuple[Any, ...]:
+    """What a person would call a change (not the read times)."""
+    return (
+        entry.title, entry.head_sha, entry.draft, entry.review_decision, entry.checks_state,
+        tuple(entry.failing), entry.mergeable, tuple(entry.labels), entry.state,
+    )

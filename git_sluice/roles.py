@@ -1,0 +1,280 @@
+"""The long-lived roles: a driver holds the lease and takes branches in; a wait follows one request.
+
+Both run on the injected clock, so tests run an hour of driving in a blink.
+Both survive the network and GitHub failing: a failed fetch or push keeps the
+last view and tries again next tick; a spent allowance passes the forge's
+part of a round by (said once) while the local work goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import AllowanceSpent, SluiceError, TimedOut
+from .forge.client import ForgeError, ForgeUnavailable
+from .intake import graphql as gq
+from .intake.queue import derive_state
+from .intake.round import RoundReport
+from .intake.step import branch_refspecs, intake_for
+from .remote.git import RemoteRefused, RemoteUnreachable
+from .remote.leases import LeaseKeeper
+from .session import Session, fetch_and_adopt
+
+log = logging.getLogger("git_sluice")
+
+Say = Callable[[str], None]
+
+
+class Stopper:
+    """A stop flag set by SIGINT / SIGTERM (or a test), checked between short sleeps."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.signal: int | None = None
+
+    def stop(self, signum: int | None = None) -> None:
+        self.signal = signum
+        self._event.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._event.is_set()
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda s, _f: self.stop(s))
+
+
+def _sleep_until(session: Session, when: float, stopper: Stopper) -> None:
+    """Sleep on the session's clock in short steps so a stop is seen within a second."""
+    while not stopper.stopped:
+        left = when - session.clock.time()
+        if left <= 0:
+            return
+        session.clock.sleep(min(left, 1.0))
+
+
+# ---------------------------------------------------------------------- driver
+@dataclass
+class DriverState:
+    ticks: int = 0
+    rounds: list[RoundReport] = field(default_factory=list)
+    paused_said: set[tuple[str, str]] = field(default_factory=set)
+
+
+def drive(
+    session: Session,
+    branches: Sequence[str] | None = None,
+    *,
+    stopper: Stopper | None = None,
+    say: Say = lambda text: None,
+    max_ticks: int | None = None,
+) -> DriverState:
+    """Hold the lease of each branch and take it in on the discovery clock, until stopped."""
+    chosen = list(branches or session.settings.branches)
+    stopper = stopper or Stopper()
+    intake, keeper = intake_for(session, role="driver")
+    state = DriverState()
+    tick = max(1.0, min(session.settings.discovery, session.settings.lease / 3))
+    revs: dict[str, str | None] = {}
+    held: set[str] = set()
+    try:
+        while not stopper.stopped and (max_ticks is None or state.ticks < max_ticks):
+            state.ticks += 1
+            started = session.clock.time()
+            fetch_and_adopt(session, *branch_refspecs(session, chosen))
+            try:
+                views = keeper.ensure(chosen, fetch=False)
+            except (RemoteUnreachable, RemoteRefused) as exc:
+                say(f"could not write the lease ({exc}); keeping the last view")
+                views = keeper.read_all(chosen)
+            for branch, view in views.items():
+                was = branch in held
+                if view.mine and view.live:
+                    held.add(branch)
+                    if not was:
+                        say(f"{branch}: holding the lease ({view.note})")
+                else:
+                    held.discard(branch)
+                    if was or state.ticks == 1:
+                        say(f"{branch}: {view.describe()}")
+            for branch in chosen:
+                rev = session.repo.ref(f"refs/remotes/{session.settings.remote}/{branch}")
+                moved = branch in revs and revs[branch] != rev
+                revs[branch] = rev
+                report = _driver_round(session, intake, branch, "moved" if moved else "discovery", state, say)
+                if report is not None:
+                    state.rounds.append(report)
+                    if report.outcome in ("taken-in", "deferred"):
+                        say(report.summary())
+            _sleep_until(session, started + tick, stopper)
+    finally:
+        if held:
+            try:
+                keeper.release(sorted(held))
+                say("let go of the lease of " + ", ".join(sorted(held)))
+            except SluiceError as exc:
+                log.warning("could not let go of the lease: %s", exc)
+    return state
+
+
+def _driver_round(session: Session, intake: Any, branch: str, reason: str, state: DriverState, say: Say) -> RoundReport | None:
+    try:
+        report: RoundReport = intake.round(branch, reason=reason)
+        state.paused_said.clear()
+        return report
+    except AllowanceSpent as exc:
+        key = (exc.pool, exc.resource)
+        if key not in state.paused_said:
+            state.paused_said.add(key)
+            say(f"{branch}: {exc}; the forge's part of rounds waits, local work goes on")
+    except (ForgeUnavailable, ForgeError) as exc:
+        say(f"{branch}: {exc}")
+    except SluiceError as exc:
+        say(f"{branch}: round failed: {exc}")
+    return None
+
+
+# ------------------------------------------------------------------------ wait
+OUTCOMES = {"merged": 0, "ready": 0, "closed": 1, "blocked": 1}
+
+
+@dataclass
+class WaitResult:
+    number: int
+    outcome: str  # merged | ready | closed | blocked
+    exit_code: int
+    history: list[str] = field(default_factory=list)
+
+
+def find_branch(session: Session, number: int) -> str:
+    """The base branch of request ``number``: from the queue, else GitHub's word (conditional)."""
+    intake, _ = intake_for(session, role="wait")
+    for branch in intake.queue.branches():
+        if number in intake.queue.load(branch).entries:
+            return branch
+    owner, name = session.owner_name
+    answer = session.forge.get(f"repos/{owner}/{name}/pulls/{number}").raise_for_status()
+    return str(answer.json()["base"]["ref"])
+
+
+def wait_for(
+    session: Session,
+    number: int,
+    *,
+    timeout: float | None = None,
+    stopper: Stopper | None = None,
+    say: Say = lambda text: None,
+) -> WaitResult:
+    """Follow request ``number`` to merged, closed, ready or blocked; raises TimedOut / AllowanceSpent."""
+    stopper = stopper or Stopper()
+    clock = session.clock
+    deadline = clock.time() + timeout if timeout is not None else None
+    branch = find_branch(session, number)
+    intake, keeper = intake_for(session, role="wait")
+    owner, name = session.owner_name
+    history: list[str] = []
+    last_said: str | None = None
+    took = False
+
+    def tell(text: str) -> None:
+        nonlocal last_said
+        if text != last_said:
+            last_said = text
+            history.append(text)
+            say(text)
+
+    try:
+        while True:
+            if stopper.stopped:
+                raise TimedOut(f"wait for #{number} stopped")
+            now = clock.time()
+            if deadline is not None and now >= deadline:
+                raise TimedOut(f"#{number} reached no outcome within the timeout (last: {last_said or 'unknown'})")
+            fetch_and_adopt(session, *branch_refspecs(session, [branch]))
+            view = keeper.read(branch)
+            if view.absent or view.takes_in:
+                try:
+                    view = keeper.ensure([branch], fetch=False)[branch]
+                    took = took or (view.mine and view.role == "wait")
+                except (RemoteUnreachable, RemoteRefused) as exc:
+                    log.info("wait: could not take the lease (%s); following #%s alone", exc, number)
+            remaining = None if deadline is None else max(deadline - clock.time(), 0.0)
+            wait_deadline = None if remaining is None else clock.time() + remaining
+            if view.takes_in:
+                state = _follow_by_round(session, intake, branch, number, wait_deadline)
+                interval = min(session.settings.discovery, session.settings.lease / 3)
+            else:
+                state = _follow_alone(session, owner, name, number, wait_deadline)
+                interval = session.settings.discovery / 4
+            if state is not None:
+                tell(f"#{number}: {state}")
+                if state in OUTCOMES:
+                    return WaitResult(number, state, OUTCOMES[state], history)
+            target = clock.time() + interval
+            if deadline is not None:
+                target = min(target, deadline)
+            _sleep_until(session, target, stopper)
+    finally:
+        if took:
+            try:
+                keeper.release([branch])
+            except SluiceError as exc:
+                log.warning("could not let go of the wait's lease: %s", exc)
+
+
+def _follow_by_round(session: Session, intake: Any, branch: str, number: int, deadline: float | None) -> str | None:
+    """This host takes the branch in: a round (on the discovery clock), then the queue's word."""
+    intake.round(branch, reason="wait", wait=True, deadline=deadline)
+    entry = intake.queue.load(branch).entries.get(number)
+    if entry is not None:
+        return entry.state
+    return _closed_state(session, number, deadline)
+
+
+def _closed_state(session: Session, number: int, deadline: float | None) -> str | None:
+    owner, name = session.owner_name
+    answer = session.forge.get(f"repos/{owner}/{name}/pulls/{number}", wait=True, deadline=deadline)
+    if answer.status == 404:
+        return "closed"
+    pr = answer.raise_for_status().json()
+    if pr.get("merged_at") or pr.get("merged"):
+        return "merged"
+    if pr.get("state") == "closed":
+        return "closed"
+    return None
+
+
+def _follow_alone(session: Session, owner: str, name: str, number: int, deadline: float | None) -> str | None:
+    """Another host takes the branch in: follow our own request by GitHub's word, conditionally."""
+    answer = session.forge.get(f"repos/{owner}/{name}/pulls/{number}", wait=True, deadline=deadline)
+    if answer.status == 404:
+        return "closed"
+    pr = answer.raise_for_status().json()
+    if pr.get("merged_at") or pr.get("merged"):
+        return "merged"
+    if pr.get("state") == "closed":
+        return "closed"
+    if pr.get("draft"):
+        return "draft"
+    sha = str(pr["head"]["sha"])
+    checks_moved = False
+    for suffix in ("check-runs", "status"):
+        checks = session.forge.get(f"repos/{owner}/{name}/commits/{sha}/{suffix}", wait=True, deadline=deadline)
+        checks_moved = checks_moved or (checks.status == 200 and not checks.from_kept)
+    if answer.from_kept and not checks_moved:
+        return None  # nothing moved: no GraphQL read
+    result = gq.read_all(
+        lambda q, v: session.forge.graphql(q, v, wait=True, deadline=deadline), owner, name, [number]
+    )
+    reading = result.readings.get(number)
+    if reading is None:
+        return None
+    return derive_state(reading.draft, reading.review_decision, reading.checks_state, reading.mergeable)
