@@ -473,3 +473,60 @@ def test_parse_reads_what_graphql_core_executes() -> None:
     payload = _execute(query, variables, {})
     result = parse_response(payload, [1, 2], variables=variables)
     assert set(result.readings) == {1, 2} and result.next_variables is None
+
+
+# ------------------------------------------------------- against the double
+
+
+def test_the_reads_run_against_the_github_double() -> None:
+    import httpx
+
+    from git_sluice.double.testing import running_double
+    from git_sluice.intake.readings import plan_readings
+
+    with running_double() as (gh, server):
+        a = gh.open_pr("o/r", "topic-a")
+        draft = gh.open_pr("o/r", "topic-b", draft=True)
+        c = gh.open_pr("o/r", "topic-c")
+        gone = gh.open_pr("o/r", "topic-d")
+        gh.delete_pr("o/r", gone)
+        sha = gh.pr("o/r", a).head_sha
+        gh.add_check_run("o/r", sha, "build", status="completed", conclusion="failure")
+        gh.set_status("o/r", sha, "ci/legacy", "pending")
+        gh.review("o/r", a, "bob", "CHANGES_REQUESTED")
+        gh.add_label("o/r", a, "bug")
+        headers = {"Authorization": "Bearer tok-alice"}
+        listed = httpx.get(f"{server.url}/repos/o/r/pulls?state=open&base=main&per_page=100", headers=headers)
+        plan = plan_readings(listed.json(), {}, discovery=True, now=0.0)
+        assert plan.to_read == [a, c] and list(plan.drafts) == [draft]
+
+        def send(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+            answer = httpx.post(server.graphql_url, json={"query": query, "variables": variables}, headers=headers)
+            assert answer.status_code == 200
+            return answer.json()
+
+        result = read_all(send, "o", "r", [*plan.to_read, gone])
+        assert result.errors == [] and result.cost == 1 and result.rate_limit is not None
+        first = result.readings[a]
+        assert (first.review_decision, first.checks_state, first.failing, first.pending, first.labels) == (
+            "CHANGES_REQUESTED", "FAILURE", ("build",), ("ci/legacy",), ("bug",)
+        )
+        assert first.head_sha == sha and first.updated_at == plan.items[a].updated_at
+        assert set(result.skipped) == {gone} and "NOT_FOUND" in result.skipped[gone]
+
+        query, variables = build_connection_query("o", "r", "main", plan.open_count)
+        connection = parse_response(send(query, variables), plan.to_read, variables=variables)
+        assert sorted(connection.readings) == [a, c] and connection.skipped == {}
+        assert connection.readings[a] == first
+        assert list(connection.others) == [draft] and connection.others[draft].draft
+        assert connection.next_variables is None
+
+
+def test_our_price_agrees_with_the_doubles_schema_aware_price() -> None:
+    from git_sluice.double.graphql_api import price_only
+
+    documents = [q for n in (1, 50, 63, 150) for q in build_alias_queries("o", "r", range(1, n + 1))]
+    documents += [build_connection_query("o", "r", "main", n) for n in (1, 63, 100)]
+    for query, variables in documents:
+        price = price_only(query, variables)
+        assert (price.cost, price.node_count) == (query_cost(query, variables), node_count(query, variables))
