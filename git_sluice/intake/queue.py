@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote, unquote
 
 import filelock
@@ -194,8 +194,16 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def checks_expected(entries: Iterable[Entry]) -> bool:
-    """Whether this branch runs checks at all: any non-draft entry has reported some.
+class _HasChecks(Protocol):
+    draft: bool
+    checks_state: str | None
+
+
+def checks_expected(entries: Iterable[_HasChecks]) -> bool:
+    """Whether this branch runs checks at all: any non-draft entry (or reading) has reported some.
+
+    Pass the fresh readings along with the queue's entries, so the first
+    round of a branch already knows whether its CI runs.
 
     A request read before its CI started has no checks yet; on a branch whose
     other requests have checks that means "not yet", so it waits (and is

@@ -220,6 +220,7 @@ def test_checks_expected() -> None:
     assert not checks_expected([make_entry(1, checks_state=None)])
     assert not checks_expected([make_entry(1, checks_state="SUCCESS", draft=True)])
     assert checks_expected([make_entry(1, checks_state=None), make_entry(2, checks_state="PENDING")])
+    assert checks_expected([make_entry(1, checks_state=None), reading(2, checks_state="SUCCESS")])
 
 
 # ---------------------------------------------------------------------- store
