@@ -15,5 +15,6 @@ from . import hook_cmd, setup_cmd  # noqa: E402,F401  (issue 6)
 from . import api_cmd  # noqa: E402,F401
 from . import intake_cmd  # noqa: E402,F401
 from . import roles_cmd  # noqa: E402,F401
+from . import view_cmd  # noqa: E402,F401
 
 __all__ = ["main"]

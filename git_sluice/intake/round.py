@@ -29,12 +29,14 @@ from typing import Any, Callable
 import filelock
 
 from ..clock import Clock
+from ..errors import AllowanceSpent
 from ..forge.client import Forge
+from ..forge.kept import address_of
 from ..remote.lease import LeaseView
 from . import graphql as gq
 from .discovery import DiscoveryLog, due
 from .queue import Entry, QueueStore, checks_expected, entry_from_reading
-from .readings import plan_readings
+from .readings import needs_recheck, plan_readings
 
 log = logging.getLogger("git_sluice")
 
@@ -181,6 +183,12 @@ class Intake:
                 self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline)
                 self.discovery_log.record(branch, asked_at=now, rev=rev)
                 report.next_discovery = now + self.discovery
+            except AllowanceSpent as exc:
+                report.outcome, report.why, report.paused_until = "paused", str(exc), exc.until
+                raise
+            except Exception as exc:
+                report.outcome, report.why = "failed", str(exc) or type(exc).__name__
+                raise
             finally:
                 _account(report, before, self.forge)
                 report.finished_at = self.clock.time()
@@ -244,6 +252,13 @@ class Intake:
             elif _visible(previous) != _visible(entry):
                 report.changed.append(number)
             entries[number] = entry
+        # A request read just now that still waits on checks gets its checks' baseline now, so
+        # the next discovery asks them conditionally (free while they stand still) instead of
+        # paying a 200 that would only say "no baseline yet".
+        for number in sorted(to_read & set(entries)):
+            entry = entries[number]
+            if needs_recheck(entry) and not self._has_baseline(entry.head_sha):
+                self._checks_moved(entry.head_sha, wait=wait, deadline=deadline)
         report.left = sorted(set(doc.entries) - set(entries))
         doc.entries = entries
         doc.repository = self.repository
@@ -271,13 +286,20 @@ class Intake:
             pages += 1
         return items
 
+    def _checks_address(self, sha: str, suffix: str) -> str:
+        return f"repos/{self.owner}/{self.name}/commits/{sha}/{suffix}"
+
+    def _has_baseline(self, sha: str) -> bool:
+        return all(
+            self.forge.kept.meta(address_of("GET", self.forge.url_for(self._checks_address(sha, suffix)))).etag
+            for suffix in ("check-runs", "status")
+        )
+
     def _checks_moved(self, sha: str, *, wait: bool, deadline: float | None) -> bool:
         """Conditional GETs of a head's check runs and combined status: free while nothing changed."""
         moved = False
         for suffix in ("check-runs", "status"):
-            answer = self.forge.get(
-                f"repos/{self.owner}/{self.name}/commits/{sha}/{suffix}", wait=wait, deadline=deadline
-            )
+            answer = self.forge.get(self._checks_address(sha, suffix), wait=wait, deadline=deadline)
             if answer.status == 200 and not answer.from_kept:
                 moved = True
         return moved
