@@ -369,3 +369,41 @@ def test_no_token_is_written_anywhere(clone: Path, github: ServedDouble, caplog:
                 assert TOKEN.encode() not in path.read_bytes(), path
     for text in texts:
         assert TOKEN not in text
+
+
+def test_the_python_api_goes_through_the_same_road(clone: Path, github: ServedDouble) -> None:
+    from git_sluice import api
+
+    gh = github.gh
+    gh.open_pr("o/r", head_ref="x")
+    with api.github(clone) as forge:
+        assert forge.pool
+        mark = gh.mark()
+        first = forge.get(PULLS).json()
+        assert forge.get(PULLS).json() == first
+    assert gh.counted(since=mark) == 1 and gh.requests(since=mark) == 2
+    doc = api.queue(clone)
+    assert doc["schema"] == 1 and doc["entries"] == []
+
+
+def test_git_sluice_api_cli_conditional_and_graphql(clone: Path, github: ServedDouble) -> None:
+    gh = github.gh
+    with open_session(clone, clock=github.clock, need_branches=False) as session:
+        primed(session)
+    gh.open_pr("o/r", head_ref="x", title="hello")
+    mark = gh.mark()
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-m", "git_sluice", "api", "repos/o/r/pulls", "-f", "state=open"],
+                              cwd=clone, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)[0]["title"] == "hello"
+    assert gh.counted(since=mark) == 1 and gh.requests(since=mark) == 2
+    done = subprocess.run([sys.executable, "-m", "git_sluice", "api", "graphql", "-f",
+                           "query=query { viewer { login } }"], cwd=clone, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and json.loads(done.stdout)["data"]["viewer"]["login"] == "alice"
+    done = subprocess.run([sys.executable, "-m", "git_sluice", "api", "graphql", "-f",
+                           "query=query { viewer { nope } }"], cwd=clone, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "nope" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "git_sluice", "api", "repos/o/missing"], cwd=clone,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "Not Found" in done.stdout
