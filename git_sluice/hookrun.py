@@ -47,6 +47,10 @@ HEADS_NAME = "heads"
 LOCK_NAME = "hook-round.lock"
 LOG_NAME = "log"
 FAILURE_NAME = "last-failure.json"
+PUSH_MARK_NAME = "hook-push-mark"
+"""Touched by pre-push as a push begins (see the reference-transaction script)."""
+WARNED_NAME = "hook-warned"
+"""The pid of the git command last warned that git-sluice is not on PATH (one warning per command)."""
 WAIT_LIMIT = 3600.0
 """How long a runner waits for its git command (a slow push) before it goes on anyway."""
 

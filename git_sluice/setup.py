@@ -532,23 +532,43 @@ def undo(repo: Any) -> Report:
         manifest = _inferred_manifest(directory)
         if manifest["hooks"]:
             report.warnings.append("no record of what setup changed: undoing what its hooks show")
+        remote = repo.config_get("sluice.remote") or "origin"
+        key = f"remote.{remote}.fetch"
+        if SLUICE_REFSPEC in repo.git("config", "--get-all", key, check=False).stdout.splitlines():
+            report.warnings.append(
+                f"no record that setup added {SLUICE_REFSPEC} to {key}; left in place (remove it "
+                f"with: git config --fixed-value --unset {key} '{SLUICE_REFSPEC}')"
+            )
 
-    for entry in manifest["hooks"]:
-        if isinstance(entry, dict):
-            _undo_file_hook(entry, report)
-    for entry in manifest["config_hooks"]:
+    recorded = sluice_dir is not None and _manifest_path(sluice_dir).is_file()
+
+    def done(kind: str, entry: Any) -> None:
+        """Strike an undone change from the record at once, so an interrupted undo can resume."""
+        manifest[kind] = [e for e in manifest[kind] if e is not entry]
+        if recorded and sluice_dir is not None:
+            _save_manifest(sluice_dir, manifest)
+
+    for entry in list(manifest["hooks"]):
+        if isinstance(entry, dict) and not _undo_file_hook(entry, report):
+            continue
+        done("hooks", entry)
+    for entry in list(manifest["config_hooks"]):
         if isinstance(entry, dict) and entry.get("section"):
             section = str(entry["section"])
             if _remove_config_hook(repo, section, Path(str(entry.get("script", "")))):
                 report.add(f"hook {entry.get('name', section)}", "removed", f"config-defined hook {section}", changed=True)
-    for entry in manifest["refspecs"]:
+        done("config_hooks", entry)
+    for entry in list(manifest["refspecs"]):
         if isinstance(entry, dict):
             _undo_refspec(repo, entry, report)
+        done("refspecs", entry)
     for top in reversed(manifest["dirs"]):
         _remove_empty_dirs(Path(str(top)))
 
+    remaining = manifest["hooks"] or manifest["config_hooks"] or manifest["refspecs"]
     if sluice_dir is not None:
-        for name in (MANIFEST_NAME, hookrun.FILTER_NAME, hookrun.WARNED_NAME):
+        names = (hookrun.FILTER_NAME, hookrun.WARNED_NAME, hookrun.PUSH_MARK_NAME) + (() if remaining else (MANIFEST_NAME,))
+        for name in names:
             try:
                 (sluice_dir / name).unlink()
             except OSError:
@@ -573,24 +593,36 @@ def _inferred_manifest(directory: Path) -> dict[str, Any]:
     return manifest
 
 
-def _undo_file_hook(entry: Mapping[str, Any], report: Report) -> None:
+def _undo_file_hook(entry: Mapping[str, Any], report: Report) -> bool:
+    """Undo one hook file; False when it must stay recorded (someone else's file is in the way)."""
     path = Path(str(entry.get("path", "")))
     name = str(entry.get("name", path.name))
     subject = f"hook {name}"
     legacy = path.with_name(path.name + LEGACY_SUFFIX)
+    chained = entry.get("action") == "chained"
     if os.path.lexists(path) and not is_ours(path):
-        report.add(subject, "left in place", f"{path} was changed since setup")
-        report.warnings.append(f"{path} is no longer git-sluice's hook; left as it is")
-        return
-    if entry.get("action") == "chained":
+        if chained and not os.path.lexists(legacy):
+            return True  # already restored (an undo that was interrupted)
+        if not chained:
+            report.add(subject, "left in place", f"{path} is no longer git-sluice's hook")
+            report.warnings.append(f"{path} was replaced since setup; left as it is")
+            return True
+        report.add(subject, "left in place", f"{path} is no longer git-sluice's hook")
+        report.warnings.append(
+            f"{path} was replaced since setup and the original hook is still at {legacy}; "
+            "put back the one you want by hand"
+        )
+        return False
+    if chained:
         if os.path.lexists(legacy):
             os.replace(legacy, path)
             report.add(subject, "restored", f"the original hook is back at {path}", changed=True)
-            return
+            return True
         report.warnings.append(f"the original {name} hook ({legacy}) is gone; removed git-sluice's hook only")
     if os.path.lexists(path):
         path.unlink()
         report.add(subject, "removed", str(path), changed=True)
+    return True
 
 
 def _undo_refspec(repo: Any, entry: Mapping[str, Any], report: Report) -> None:

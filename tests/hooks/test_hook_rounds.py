@@ -1,0 +1,202 @@
+"""Rounds from the user's own git activity: exactly one when something concerns us, none otherwise."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import World
+
+
+def _head(world: World, ref: str, cwd: Path | None = None) -> str:
+    return world.git("rev-parse", ref, cwd=cwd).stdout.strip()
+
+
+def test_push_of_a_queued_request_head_runs_one_round(world: World) -> None:
+    world.git("checkout", "-q", "-b", "feature")
+    world.git("commit", "-q", "--allow-empty", "-m", "work")
+    sha = _head(world, "HEAD")
+    (world.sluice_dir / "heads").write_text(f"main 7 feature {sha}\nmain 9 other-head {sha}\n")
+
+    world.git("push", "-q", "origin", "feature")
+    world.wait_quiet()
+
+    rounds = world.rounds()
+    assert len(rounds) == 1, world.log_lines()
+    assert "push request head refs/heads/feature to origin" in rounds[0]
+    assert world.runners() == (1, 1)
+
+
+def test_push_of_a_branch_taken_in_runs_one_round_for_both_hooks(world: World) -> None:
+    # pre-push asks, and the remote-tracking update after the push runs
+    # reference-transaction too: one git command, one runner, one round
+    world.git("commit", "-q", "--allow-empty", "-m", "to main")
+    world.git("push", "-q", "origin", "HEAD:main")
+    world.wait_quiet()
+
+    rounds = world.rounds()
+    assert len(rounds) == 1, world.log_lines()
+    assert "push refs/heads/main to origin" in rounds[0]
+    assert f"refs/remotes/origin/main@{_head(world, 'HEAD')[:12]}" in rounds[0]
+    assert world.runners() == (1, 1)
+
+
+def test_fetch_that_moves_the_branch_taken_in_runs_one_round(world: World) -> None:
+    sha = world.advance("main")
+    world.git("fetch", "-q")
+    world.wait_quiet()
+
+    rounds = world.rounds()
+    assert len(rounds) == 1, world.log_lines()
+    assert "fetch refs/remotes/origin/main" in rounds[0]
+    assert f"refs/remotes/origin/main@{sha[:12]}" in rounds[0]
+    assert any("hook round end" in line for line in world.log_lines())
+
+
+def test_fetch_of_other_branches_a_rebase_a_checkout_and_a_commit_start_nothing(world: World) -> None:
+    world.advance("side")
+    world.git("fetch", "-q")  # moves refs/remotes/origin/side only
+    # 50 commits to rebase, made without hooks (only the rebase is under test)
+    world.run(
+        "sh",
+        "-c",
+        "git checkout -q -b topic && for i in $(seq 50); do echo $i >f$i && git add f$i && "
+        "git -c core.hooksPath=/dev/null commit -q -m c$i || exit 1; done && "
+        "git checkout -q main && git -c core.hooksPath=/dev/null commit -q --allow-empty -m 'main moves'",
+    )
+    world.git("checkout", "-q", "topic")
+    world.git("rebase", "-q", "main")
+    assert world.git("rev-list", "--count", "main..topic").stdout.strip() == "50"
+    world.git("checkout", "-q", "main")
+    world.git("commit", "-q", "--allow-empty", "-m", "one more")
+    world.wait_quiet()
+
+    assert world.runners() == (0, 0)
+    assert world.rounds() == []
+
+
+def test_a_push_that_moves_nothing_and_a_fetch_that_moves_nothing_start_nothing(world: World) -> None:
+    world.git("push", "-q", "origin", "main")  # Everything up-to-date: pre-push runs, empty stdin
+    world.git("fetch", "-q")
+    world.wait_quiet()
+    assert world.runners() == (0, 0)
+
+
+def test_refs_sluice_movement_asks_for_a_round(world: World) -> None:
+    # another host's lease or pause note arrives through the fetch refspec setup added
+    world.git("update-ref", "refs/sluice/intake/main", "HEAD", cwd=world.other)
+    world.git("push", "-q", "origin", "refs/sluice/intake/main", cwd=world.other)
+    world.git("fetch", "-q")
+    world.wait_quiet()
+    rounds = world.rounds()
+    assert len(rounds) == 1
+    assert "fetch refs/sluice/intake/main" in rounds[0]
+    assert world.git("for-each-ref", "refs/sluice").stdout.strip()
+
+
+def test_our_own_git_commands_ask_nothing(world: World) -> None:
+    world.advance("main")
+    env = dict(world.env, GIT_SLUICE_INTERNAL="1")
+    world.git("fetch", "-q", env=env)
+    world.wait_quiet()
+    assert world.runners() == (0, 0)
+
+
+def test_twenty_fetches_in_a_row_run_one_round_at_a_time_and_lose_none(world: World) -> None:
+    shas = []
+    started = time.monotonic()
+    for i in range(20):
+        shas.append(world.advance("main", f"m{i}"))
+        world.git("fetch", "-q")
+    elapsed = time.monotonic() - started
+    world.wait_quiet(timeout=60)
+
+    lines = [line for line in world.log_lines() if "hook round start" in line or "hook round end" in line]
+    # strictly alternating: never two rounds at once
+    kinds = ["start" if "hook round start" in line else "end" for line in lines]
+    assert kinds == ["start", "end"] * (len(kinds) // 2), lines
+    rounds = [line for line in lines if "hook round start" in line]
+    assert 1 <= len(rounds) <= 20
+    # the last movement is always taken in: the last round started after it
+    assert f"refs/remotes/origin/main@{shas[-1][:12]}" in rounds[-1], (rounds, shas[-1])
+    started_runners, finished = world.runners()
+    assert started_runners == finished == 20  # one runner per fetch; they fold into fewer rounds
+    assert elapsed < 30
+
+
+def test_a_config_change_is_honoured_before_the_filter_is_rewritten(world: World) -> None:
+    # take in 'side' instead of 'main': the filter written by setup is now stale
+    world.git("config", "sluice.branch", "side")
+    sha = world.advance("side")
+    world.git("fetch", "-q")
+    world.wait_quiet()
+    rounds = world.rounds()
+    assert len(rounds) == 1 and f"refs/remotes/origin/side@{sha[:12]}" in rounds[0], world.log_lines()
+    assert (world.sluice_dir / "hook-filter").read_text() == "refs/remotes/origin/side\n"
+
+    # main is no longer taken in: with the filter fresh again, its movement starts nothing
+    before = world.runners()
+    world.advance("main")
+    world.git("fetch", "-q")
+    world.wait_quiet()
+    assert world.runners() == before
+    assert len(world.rounds()) == 1
+
+
+def test_from_a_linked_worktree(make_world) -> None:  # type: ignore[no-untyped-def]
+    world: World = make_world(with_setup=False)
+    tree = world.root / "tree"
+    world.git("worktree", "add", "-q", "-b", "wt", str(tree))
+    world.setup(cwd=tree)
+    assert (world.work / ".git" / "hooks" / "reference-transaction").is_file()
+    assert not (world.work / ".git" / "worktrees" / "tree" / "sluice").exists()
+
+    sha = world.advance("main")
+    world.git("fetch", "-q", cwd=tree)
+    world.wait_quiet()
+    rounds = world.rounds()
+    assert len(rounds) == 1 and sha[:12] in rounds[0]
+
+    world.git("checkout", "-q", "-B", "wt", "origin/main", cwd=tree)
+    world.git("commit", "-q", "--allow-empty", "-m", "in tree", cwd=tree)
+    world.git("push", "-q", "origin", "HEAD:main", cwd=tree)
+    world.wait_quiet()
+    assert len(world.rounds()) == 2
+
+
+def test_from_a_submodule(make_world) -> None:  # type: ignore[no-untyped-def]
+    world: World = make_world(with_setup=False)
+    parent = world.root / "parent"
+    env = world.env
+    subprocess.run(["git", "init", "-q", "-b", "main", str(parent)], env=env, check=True)
+    world.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(world.remote), "sub", cwd=parent)
+    sub = parent / "sub"
+    world.git("config", "sluice.repository", "octo/widgets", cwd=sub)
+    world.git("config", "sluice.api", "http://127.0.0.1:9", cwd=sub)
+    world.setup(cwd=sub)
+    modules = parent / ".git" / "modules" / "sub"
+    assert (modules / "hooks" / "reference-transaction").is_file()
+    assert not (parent / ".git" / "hooks" / "reference-transaction").exists()
+
+    sha = world.advance("main")
+    world.git("fetch", "-q", cwd=sub)
+    world.wait_quiet(modules / "sluice")
+    rounds = world.rounds(modules / "sluice")
+    assert len(rounds) == 1 and sha[:12] in rounds[0]
+
+
+def test_a_failed_round_is_logged_and_kept_for_status(world: World, tmp_path: Path) -> None:
+    # the lock path taken by a directory makes every round fail; the push must not notice
+    (world.sluice_dir / "hook-round.lock").mkdir()
+    world.git("commit", "-q", "--allow-empty", "-m", "x")
+    proc = world.git("push", "-q", "origin", "HEAD:main")
+    assert proc.stderr == ""
+    world.wait_quiet()
+    failure = (world.sluice_dir / "last-failure.json").read_text()
+    assert "error" in failure
+    assert any("hook runner failed" in line for line in world.log_lines())
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \[\d+\] ", world.log_lines()[-1])
+    assert os.environ.get("GIT_SLUICE_INTERNAL") is None
