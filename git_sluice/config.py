@@ -439,7 +439,8 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True) -> Settin
             raise ConfigError("sluice.repository", repository, repo_form)
     else:
         url = _remote_url(root, remote, remote_urls[remote])
-        parsed = repository_from_url(url)
+        # the rewritten URL first (url.*.insteadOf), then the URL as written
+        parsed = repository_from_url(url) or repository_from_url(remote_urls[remote])
         if parsed is None:
             raise ConfigError(
                 "sluice.repository",

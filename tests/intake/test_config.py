@@ -254,6 +254,11 @@ def test_insteadof_rewrite_is_followed(repo: Path) -> None:
     assert load_settings(repo).repository == "octo/gadgets"
 
 
+def test_url_as_written_counts_when_insteadof_points_at_a_local_mirror(repo: Path, tmp_path: Path) -> None:
+    cfg(repo, f"url.{tmp_path}/mirror.git.insteadOf", "https://github.com/octo/widgets.git")
+    assert load_settings(repo).repository == "octo/widgets"
+
+
 def test_remote_url_naming_no_repository_needs_sluice_repository(repo: Path, tmp_path: Path) -> None:
     git(repo, "remote", "set-url", "origin", str(tmp_path / "bare.git"))
     with pytest.raises(ConfigError) as caught:
