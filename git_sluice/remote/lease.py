@@ -182,9 +182,11 @@ def decide(
       ("none": this host alone).
     - this host's mark: renew once a third of the lease has passed since this
       host last wrote it (``last_renewed``, monotonic; None = unknown, so renew
-      now). A wait on a host whose *driver* holds the mark leaves renewing to the
-      driver until two thirds have passed, and then keeps the role "driver", so
-      a live driver's mark is never turned into a wait's that others may take.
+      now). A driver renews its host's *wait* mark at once, as a driver's (a
+      wait's mark may be taken by any driver). A wait on a host whose driver
+      holds the mark leaves renewing to the driver until two thirds have
+      passed, and then keeps the role "driver", so a live driver's mark is
+      never turned into a wait's that others may take at once.
     - another host's mark: a driver takes a wait's mark at once; anyone (but a
       step, which never writes) takes a mark that this host has seen unchanged
       for the mark's whole lease (``observed_for``), garbage for this host's own
@@ -206,6 +208,9 @@ def decide(
         threshold = lease / 3
         if role == "wait" and record.role == "driver":
             threshold = 2 * lease / 3
+        if role == "driver" and record.role == "wait":
+            # as a wait's mark it could be taken over at once by another host's driver
+            return Decision("renew", "this host's wait mark becomes its driver's", write_role)
         if last_renewed is None:
             return Decision("renew", "this host's mark, last written at an unknown time", write_role)
         since = now_mono - last_renewed
