@@ -371,7 +371,7 @@ def read_heads(sluice_dir: Path) -> set[str]:
 
 def _alive(pid: int) -> bool:
     """Whether a process still runs (a zombie has finished: git's work is done)."""
-    if pid <= 1 or pid == os.getpid():
+    if pid <= 1:
         return False
     try:
         os.kill(pid, 0)
