@@ -115,7 +115,9 @@ def run(gh: "GitHubDouble", principal: Principal, raw: bytes, now: float, partia
         return GraphQLOutcome(400, {"message": "Problems parsing JSON", "documentation_url": GRAPHQL_DOCS})
     query = request.get("query") if isinstance(request, dict) else None
     if not isinstance(query, str) or not query.strip():
-        return GraphQLOutcome(200, _error_body({"message": "A query attribute must be specified and must be a string."}))
+        return GraphQLOutcome(
+            200, _error_body({"message": "A query attribute must be specified and must be a string."})
+        )
     variables = request.get("variables") or {}
     operation_name = request.get("operationName")
     if not isinstance(variables, dict):

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle on, a keep-alive client
+    # waits out a delayed ACK (~40 ms) on every answer.
+    disable_nagle_algorithm = True
     server: "_Server"
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib's name
@@ -106,7 +109,7 @@ class DoubleServer:
         self._server = _Server(gh, (host, port))
         self.host, self.port = self._server.server_address[:2]
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="github-double", daemon=True
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="github-double", daemon=True
         )
         self._thread.start()
 

@@ -39,37 +39,41 @@ def app(github: ServedDouble) -> ServedDouble:
     return github
 
 
-def test_a_jwt_mints_an_installation_token_that_spends_the_installation_pool(app: ServedDouble) -> None:
+def test_a_jwt_mints_an_installation_token_that_spends_the_installation_pool(
+    app: ServedDouble, http: httpx.Client
+) -> None:
     gh, clock = app.gh, app.clock
     bearer = {"Authorization": f"Bearer {_jwt(clock.time())}"}
-    inst = httpx.get(f"{app.url}/app/installations/42", headers=bearer)
+    inst = http.get(f"{app.url}/app/installations/42", headers=bearer)
     assert inst.status_code == 200 and inst.json()["id"] == 42 and inst.json()["app_id"] == 7
-    minted = httpx.post(f"{app.url}/app/installations/42/access_tokens", headers=bearer)
+    minted = http.post(f"{app.url}/app/installations/42/access_tokens", headers=bearer)
     assert minted.status_code == 201
     token = minted.json()["token"]
     assert token.startswith("ghs_") and minted.json()["expires_at"] == "2027-01-15T09:00:00Z"
 
     auth = {"Authorization": f"token {token}"}
-    pulls = httpx.get(f"{app.url}/repos/o/r/pulls", headers=auth)
+    pulls = http.get(f"{app.url}/repos/o/r/pulls", headers=auth)
     assert pulls.status_code == 200
     assert gh.calls()[-1].pool == "installation:42"
     assert gh.counted(pool="installation:42") == 1 and gh.remaining("installation:42", "core") == 4999
     assert gh.counted(pool="user:alice") == 0
-    assert httpx.get(f"{app.url}/repos/o/other", headers=auth).status_code == 404  # not installed there
-    viewer = httpx.post(f"{app.url}/graphql", headers=auth, json={"query": "{ viewer { login } }"})
+    assert http.get(f"{app.url}/repos/o/other", headers=auth).status_code == 404  # not installed there
+    viewer = http.post(f"{app.url}/graphql", headers=auth, json={"query": "{ viewer { login } }"})
     assert viewer.json()["data"]["viewer"]["login"] == "app-7[bot]"
     assert gh.calls()[-1].token_sha != token and token not in repr(gh.ledger)
 
     clock.advance(3600)  # the token expires by the double's clock
-    expired = httpx.get(f"{app.url}/repos/o/r/pulls", headers=auth)
+    expired = http.get(f"{app.url}/repos/o/r/pulls", headers=auth)
     assert expired.status_code == 401 and expired.json()["message"] == "Bad credentials"
 
 
-def test_a_jwt_is_checked_like_github_checks_it(app: ServedDouble) -> None:
+def test_a_jwt_is_checked_like_github_checks_it(app: ServedDouble, http: httpx.Client) -> None:
     now = app.clock.time()
 
     def status(token: str) -> tuple[int, str]:
-        answer = httpx.post(f"{app.url}/app/installations/42/access_tokens", headers={"Authorization": f"Bearer {token}"})
+        answer = http.post(
+            f"{app.url}/app/installations/42/access_tokens", headers={"Authorization": f"Bearer {token}"}
+        )
         return answer.status_code, answer.json()["message"] if answer.status_code != 201 else ""
 
     assert status(_jwt(now))[0] == 201
@@ -79,20 +83,22 @@ def test_a_jwt_is_checked_like_github_checks_it(app: ServedDouble) -> None:
     assert "'Expiration time'" in status(_jwt(now - 1200))[1]  # expired
     assert status("not.a.jwt")[0] == 401
     # a JWT is no token for the REST API itself
-    assert httpx.get(f"{app.url}/repos/o/r", headers={"Authorization": f"Bearer {_jwt(now)}"}).status_code == 401
+    assert http.get(f"{app.url}/repos/o/r", headers={"Authorization": f"Bearer {_jwt(now)}"}).status_code == 401
     # and an installation token is no JWT
-    assert httpx.get(f"{app.url}/app/installations/42", headers={"Authorization": "token tok-alice"}).status_code == 401
+    assert http.get(f"{app.url}/app/installations/42", headers={"Authorization": "token tok-alice"}).status_code == 401
 
 
-def test_a_token_can_be_narrowed_to_some_repositories(app: ServedDouble) -> None:
+def test_a_token_can_be_narrowed_to_some_repositories(app: ServedDouble, http: httpx.Client) -> None:
     gh = app.gh
     gh.add_installation(app_id=7, installation_id=43, repos=["o/r", "o/other"])
     bearer = {"Authorization": f"Bearer {_jwt(app.clock.time())}"}
-    minted = httpx.post(f"{app.url}/app/installations/43/access_tokens", headers=bearer, json={"repositories": ["other"]})
+    minted = http.post(
+        f"{app.url}/app/installations/43/access_tokens", headers=bearer, json={"repositories": ["other"]}
+    )
     token = minted.json()["token"]
     assert [r["full_name"] for r in minted.json()["repositories"]] == ["o/other"]
     auth = {"Authorization": f"token {token}"}
-    assert httpx.get(f"{app.url}/repos/o/other", headers=auth).status_code == 200
-    assert httpx.get(f"{app.url}/repos/o/r", headers=auth).status_code == 404
-    listed = httpx.get(f"{app.url}/installation/repositories", headers=auth).json()
+    assert http.get(f"{app.url}/repos/o/other", headers=auth).status_code == 200
+    assert http.get(f"{app.url}/repos/o/r", headers=auth).status_code == 404
+    listed = http.get(f"{app.url}/installation/repositories", headers=auth).json()
     assert listed["total_count"] == 1

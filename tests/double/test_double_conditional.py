@@ -36,18 +36,20 @@ def test_a_304_is_free_and_a_200_is_counted(github: ServedDouble, alice: httpx.C
     assert gh.counted(pool="user:alice", resource="core") == 2
 
 
-def test_another_tokens_etag_gets_a_200_and_a_new_etag(github: ServedDouble, alice: httpx.Client) -> None:
+def test_another_tokens_etag_gets_a_200_and_a_new_etag(
+    github: ServedDouble, alice: httpx.Client, http: httpx.Client
+) -> None:
     gh = github.gh
     gh.add_token("tok-alice-2", user="alice")  # same user, same pool, another token
     gh.open_pr("o/r", head_ref="a")
     alices = alice.get(LIST).headers["etag"]
-    other = httpx.get(
+    other = http.get(
         f"{github.url}{LIST}", headers={"Authorization": "token tok-alice-2", "If-None-Match": alices}
     )
     assert other.status_code == 200 and other.headers["etag"] != alices
     assert gh.counted(pool="user:alice") == 2  # both counted against the one pool
     # each token's own ETag still earns its 304
-    again = httpx.get(
+    again = http.get(
         f"{github.url}{LIST}",
         headers={"Authorization": "token tok-alice-2", "If-None-Match": other.headers["etag"]},
     )

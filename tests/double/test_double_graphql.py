@@ -128,7 +128,9 @@ def test_the_docs_example_costs_51_points() -> None:
       viewer {
         login
         repositories(first: 100) {
-          edges { node { id issues(first: 50) { edges { node { id labels(first: 60) { edges { node { id name } } } } } } } }
+          edges { node { id issues(first: 50) {
+            edges { node { id labels(first: 60) { edges { node { id name } } } } }
+          } } }
         }
       }
     }"""
@@ -300,7 +302,8 @@ def test_rollup_state(
         gh.add_check_run("o/r", sha, name, status=status, conclusion=conclusion)
     for context, value in statuses:
         gh.set_status("o/r", sha, context, value)
-    body = ask(alice, '{ repository(owner: "o", name: "r") { pullRequest(number: 1) { statusCheckRollup { state } } } }')
+    query = '{ repository(owner: "o", name: "r") { pullRequest(number: 1) { statusCheckRollup { state } } } }'
+    body = ask(alice, query)
     rollup = body["data"]["repository"]["pullRequest"]["statusCheckRollup"]
     assert (rollup["state"] if rollup else None) == state
 
@@ -315,7 +318,8 @@ def test_states_labels_and_order(github: ServedDouble, alice: httpx.Client) -> N
     gh.push_pr("o/r", 2)
 
     def numbers(args: str) -> list[int]:
-        body = ask(alice, f'{{ repository(owner: "o", name: "r") {{ pullRequests({args}) {{ nodes {{ number state }} }} }} }}')
+        query = f'{{ repository(owner: "o", name: "r") {{ pullRequests({args}) {{ nodes {{ number }} }} }} }}'
+        body = ask(alice, query)
         return [p["number"] for p in body["data"]["repository"]["pullRequests"]["nodes"]]
 
     assert numbers("first: 10") == [1, 2, 3]

@@ -80,14 +80,14 @@ def test_resources_are_separate(github: ServedDouble, alice: httpx.Client) -> No
     assert graphql.json()["data"]["viewer"]["login"] == "alice"
 
 
-def test_the_unauthenticated_allowance(github: ServedDouble) -> None:
+def test_the_unauthenticated_allowance(github: ServedDouble, http: httpx.Client) -> None:
     github.gh.set_limit("anon", "core", limit=2)
     url = f"{github.url}/repos/o/r"
-    assert [httpx.get(url).status_code for _ in range(3)] == [200, 200, 403]
-    spent = httpx.get(url)
+    assert [http.get(url).status_code for _ in range(3)] == [200, 200, 403]
+    spent = http.get(url)
     assert spent.json()["message"].startswith("API rate limit exceeded for 127.0.0.1.")
     assert github.gh.remaining("anon", "core") == 0
-    assert httpx.post(f"{github.url}/graphql", json={"query": "{ viewer { login } }"}).status_code == 401
+    assert http.post(f"{github.url}/graphql", json={"query": "{ viewer { login } }"}).status_code == 401
 
 
 def test_rate_limit_is_never_counted(github: ServedDouble, alice: httpx.Client) -> None:
@@ -113,7 +113,7 @@ def test_rate_limit_can_misreport_graphql_as_github_has(github: ServedDouble, al
 
 def _hold(github: ServedDouble, path: str, results: list[int]) -> threading.Thread:
     def run() -> None:
-        answer = httpx.get(f"{github.url}{path}", headers={"Authorization": "token tok-alice"}, timeout=10)
+        answer = httpx.get(f"{github.url}{path}", headers={"Authorization": "token tok-alice"}, timeout=60)
         results.append(answer.status_code)
 
     thread = threading.Thread(target=run)
@@ -193,12 +193,12 @@ def test_the_ledger_agrees_with_the_headers(github: ServedDouble, alice: httpx.C
     assert gh.requests(status=304) == len([c for c in gh.ledger if c.status == 304]) >= 2
 
 
-def test_pools_are_separate(github: ServedDouble, alice: httpx.Client) -> None:
+def test_pools_are_separate(github: ServedDouble, alice: httpx.Client, http: httpx.Client) -> None:
     gh = github.gh
     gh.add_token("tok-bob", user="bob")
     gh.set_limit("user:alice", "core", limit=1)
     alice.get("/repos/o/r")
     assert alice.get("/repos/o/r").status_code == 403
-    bob = httpx.get(f"{github.url}/repos/o/r", headers={"Authorization": "token tok-bob"})
+    bob = http.get(f"{github.url}/repos/o/r", headers={"Authorization": "token tok-bob"})
     assert bob.status_code == 200 and bob.headers["x-ratelimit-remaining"] == "4999"
     assert gh.counted(pool="user:bob") == 1

@@ -111,8 +111,8 @@ def test_the_ledger_answers_questions_by_mark_pool_resource_and_path() -> None:
     gh.add_token("tok-b", user="bob")
     gh.add_repo("o/r")
     with serve(gh) as server:
-        a = httpx.Client(base_url=server.url, headers={"Authorization": "token tok-a"})
-        b = httpx.Client(base_url=server.url, headers={"Authorization": "token tok-b"})
+        a = httpx.Client(base_url=server.url, headers={"Authorization": "token tok-a"}, timeout=60)
+        b = httpx.Client(base_url=server.url, headers={"Authorization": "token tok-b"}, timeout=60)
         a.get("/repos/o/r")
         mark = gh.mark()
         a.get("/repos/o/r/pulls")

@@ -146,19 +146,19 @@ def test_repository_user_and_unknown_routes(github: ServedDouble, alice: httpx.C
     assert alice.get("/repos/o/nothing").status_code == 404
 
 
-def test_bad_token_no_access_and_anonymous(github: ServedDouble, alice: httpx.Client) -> None:
+def test_bad_token_no_access_and_anonymous(github: ServedDouble, alice: httpx.Client, http: httpx.Client) -> None:
     gh = github.gh
     gh.add_repo("o/private", private=True)
     gh.add_token("tok-narrow", user="bob", repos=["o/r"])
-    bad = httpx.get(f"{github.url}/repos/o/r", headers={"Authorization": "Bearer nope"})
+    bad = http.get(f"{github.url}/repos/o/r", headers={"Authorization": "Bearer nope"})
     assert bad.status_code == 401 and bad.json()["message"] == "Bad credentials"
     assert bad.headers["x-ratelimit-limit"] == "60"  # the unauthenticated allowance
-    narrow = httpx.get(f"{github.url}/repos/o/private", headers={"Authorization": "token tok-narrow"})
+    narrow = http.get(f"{github.url}/repos/o/private", headers={"Authorization": "token tok-narrow"})
     assert narrow.status_code == 404  # GitHub hides what a token may not see
     assert alice.get("/repos/o/private").status_code == 200
-    anon = httpx.get(f"{github.url}/repos/o/r/pulls")
+    anon = http.get(f"{github.url}/repos/o/r/pulls")
     assert anon.status_code == 200 and anon.headers["x-ratelimit-limit"] == "60"
-    assert httpx.get(f"{github.url}/repos/o/private").status_code == 404
+    assert http.get(f"{github.url}/repos/o/private").status_code == 404
     pools = [(c.path, c.pool) for c in gh.ledger]
     assert ("/repos/o/r", None) in pools and ("/repos/o/r/pulls", None) in pools
     assert ("/repos/o/private", "user:bob") in pools

@@ -23,7 +23,7 @@ EXAMPLE = Path(git_sluice.double.__file__).parent / "example_scenario.json"
 T0 = 1_800_000_000.0
 
 
-def _first_line(proc: subprocess.Popen[str], timeout: float = 30.0) -> str:
+def _first_line(proc: subprocess.Popen[str], timeout: float = 60.0) -> str:
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     assert ready, "the double printed nothing"
@@ -53,13 +53,13 @@ def standalone(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str], Fil
 
 
 def test_the_process_prints_its_url_first_and_serves_the_scenario(
-    standalone: tuple[str, subprocess.Popen[str], FileClock],
+    standalone: tuple[str, subprocess.Popen[str], FileClock], http: httpx.Client,
 ) -> None:
     line, proc, clock = standalone
     assert line.endswith("\n")
     url = line.strip()
     assert url.startswith("http://127.0.0.1:") and int(url.rsplit(":", 1)[1]) > 0
-    alice = httpx.Client(base_url=url, headers={"Authorization": "token tok-alice"}, timeout=30)
+    alice = httpx.Client(base_url=url, headers={"Authorization": "token tok-alice"}, timeout=120)
     pulls = alice.get("/repos/acme/widgets/pulls", params={"per_page": 100})
     assert pulls.status_code == 200
     titles = {p["number"]: p["title"] for p in pulls.json()}
@@ -67,7 +67,7 @@ def test_the_process_prints_its_url_first_and_serves_the_scenario(
     assert [p["draft"] for p in pulls.json() if p["number"] == 3] == [True]
     assert pulls.json()[0]["created_at"] == "2027-01-15T08:00:00Z"  # the FileClock's time
     assert alice.get("/repos/acme/secret").status_code == 200
-    assert httpx.get(f"{url}/repos/acme/secret").status_code == 404  # private to the anonymous
+    assert http.get(f"{url}/repos/acme/secret").status_code == 404  # private to the anonymous
     query = """{ repository(owner: "acme", name: "widgets") {
       a: pullRequest(number: 1) { reviewDecision commits(last: 1) { nodes { commit { statusCheckRollup { state } } } } }
       b: pullRequest(number: 2) { reviewDecision mergeable } } }"""
@@ -76,9 +76,9 @@ def test_the_process_prints_its_url_first_and_serves_the_scenario(
     assert data["a"]["commits"]["nodes"][0]["commit"]["statusCheckRollup"]["state"] == "SUCCESS"
     assert data["b"] == {"reviewDecision": "CHANGES_REQUESTED", "mergeable": "CONFLICTING"}
 
-    moved = httpx.post(f"{url}/_double/clock", json={"advance": 120}).json()
+    moved = http.post(f"{url}/_double/clock", json={"advance": 120}).json()
     assert moved["time"] == T0 + 120 and clock.time() == T0 + 120  # one time for every process
-    ledger = httpx.get(f"{url}/_double/ledger", params={"since": 0}).json()
+    ledger = http.get(f"{url}/_double/ledger", params={"since": 0}).json()
     assert [c["status"] for c in ledger["calls"]] == [200, 200, 404, 200] and ledger["next"] == 4
 
     proc.send_signal(signal.SIGTERM)
@@ -99,13 +99,13 @@ def test_a_broken_scenario_exits_2_naming_the_entry(tmp_path: Path) -> None:
     assert done.stdout == ""
 
 
-def test_sigint_stops_it_too(tmp_path: Path) -> None:
+def test_sigint_stops_it_too(tmp_path: Path, http: httpx.Client) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "git_sluice.double"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
         url = _first_line(proc).strip()
-        assert httpx.get(f"{url}/rate_limit").status_code == 200
+        assert http.get(f"{url}/rate_limit").status_code == 200
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == 0
     finally:
@@ -117,11 +117,11 @@ def test_sigint_stops_it_too(tmp_path: Path) -> None:
         proc.stderr.close()
 
 
-def test_the_http_control_api_mirrors_the_python_methods(github: ServedDouble) -> None:
+def test_the_http_control_api_mirrors_the_python_methods(github: ServedDouble, http: httpx.Client) -> None:
     gh, url = github.gh, github.url
 
     def control(_call: str, **args: object) -> object:
-        answer = httpx.post(f"{url}/_double/{_call}", json=args)
+        answer = http.post(f"{url}/_double/{_call}", json=args)
         assert answer.status_code == 200, answer.text
         return answer.json()["result"]
 
@@ -131,46 +131,46 @@ def test_the_http_control_api_mirrors_the_python_methods(github: ServedDouble) -
     control("add_check_run", repo="o/r", sha=sha, name="ci", status="in_progress")
     control("review", repo="o/r", number=1, author="carol", state="APPROVED")
     assert gh.pr("o/r", 1).title == "Via HTTP" and gh.pr("o/r", 1).reviews[0].author == "carol"
-    pr = httpx.get(f"{url}/_double/pr", params={"repo": "o/r", "number": 1}).json()["result"]
+    pr = http.get(f"{url}/_double/pr", params={"repo": "o/r", "number": 1}).json()["result"]
     assert pr["head_sha"] == sha and pr["author"] == "bob"
 
     fault = control("fault", kind="status", path="pulls", code=500)
-    assert httpx.get(f"{url}/_double/faults").json()["result"][0]["id"] == fault
+    assert http.get(f"{url}/_double/faults").json()["result"][0]["id"] == fault
     auth = {"Authorization": "token tok-alice"}
-    assert httpx.get(f"{url}/repos/o/r/pulls", headers=auth).status_code == 500
+    assert http.get(f"{url}/repos/o/r/pulls", headers=auth).status_code == 500
     control("clear_faults", fault_id=fault)
-    assert httpx.get(f"{url}/repos/o/r/pulls", headers=auth).status_code == 200
+    assert http.get(f"{url}/repos/o/r/pulls", headers=auth).status_code == 200
 
-    knobs = httpx.post(f"{url}/_double/knobs", json={"primary_status": 429}).json()["result"]
+    knobs = http.post(f"{url}/_double/knobs", json={"primary_status": 429}).json()["result"]
     assert knobs["primary_status"] == 429 and gh.primary_status == 429
     control("set_limit", pool="user:alice", resource="core", limit=1)
-    assert httpx.get(f"{url}/repos/o/r", headers=auth).status_code == 429
-    assert httpx.get(f"{url}/_double/remaining", params={"pool": "user:alice", "resource": "core"}).json() == {
+    assert http.get(f"{url}/repos/o/r", headers=auth).status_code == 429
+    assert http.get(f"{url}/_double/remaining", params={"pool": "user:alice", "resource": "core"}).json() == {
         "result": 0
     }
-    assert httpx.post(f"{url}/_double/clock", json={"advance": 3600}).json()["time"] == T0 + 3600
+    assert http.post(f"{url}/_double/clock", json={"advance": 3600}).json()["time"] == T0 + 3600
     assert github.clock.time() == T0 + 3600
-    assert httpx.get(f"{url}/repos/o/r", headers=auth).status_code == 200
+    assert http.get(f"{url}/repos/o/r", headers=auth).status_code == 200
 
     mark = control("mark")
     assert mark == 4 and gh.requests() == 4  # control calls are not in the ledger
-    counted = httpx.get(f"{url}/_double/counted", params={"pool": "user:alice"}).json()["result"]
+    counted = http.get(f"{url}/_double/counted", params={"pool": "user:alice"}).json()["result"]
     assert counted == gh.counted(pool="user:alice") == 2
-    since = httpx.get(f"{url}/_double/ledger", params={"since": 2, "status": 429}).json()["calls"]
+    since = http.get(f"{url}/_double/ledger", params={"since": 2, "status": 429}).json()["calls"]
     assert [c["path"] for c in since] == ["/repos/o/r"]
 
-    assert httpx.post(f"{url}/_double/open_pr", json={"repo": "x/y", "head_ref": "a"}).status_code == 400
-    assert httpx.post(f"{url}/_double/open_pr", json={"nonsense": 1}).status_code == 400
-    assert httpx.post(f"{url}/_double/explode", json={}).status_code == 404
-    assert httpx.post(f"{url}/_double/knobs", json={"lock": 1}).status_code == 400
+    assert http.post(f"{url}/_double/open_pr", json={"repo": "x/y", "head_ref": "a"}).status_code == 400
+    assert http.post(f"{url}/_double/open_pr", json={"nonsense": 1}).status_code == 400
+    assert http.post(f"{url}/_double/explode", json={}).status_code == 404
+    assert http.post(f"{url}/_double/knobs", json={"lock": 1}).status_code == 400
     assert gh.requests() == 4
 
 
-def test_the_clock_cannot_move_on_the_system_clock() -> None:
+def test_the_clock_cannot_move_on_the_system_clock(http: httpx.Client) -> None:
     from git_sluice.double import GitHubDouble, serve
 
     with serve(GitHubDouble()) as server:
-        answer = httpx.post(f"{server.url}/_double/clock", json={"advance": 10})
+        answer = http.post(f"{server.url}/_double/clock", json={"advance": 10})
         assert answer.status_code == 409 and "system clock" in answer.json()["error"]
         before = time.time()
-        assert abs(httpx.get(f"{server.url}/_double/clock").json()["time"] - before) < 5
+        assert abs(http.get(f"{server.url}/_double/clock").json()["time"] - before) < 5
