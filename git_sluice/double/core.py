@@ -296,8 +296,12 @@ class GitHubDouble:
     def ledger(self) -> list[Call]:
         return self._ledger.all()
 
-    def record(self, call: Call) -> None:
-        self._ledger.append(call)
+    def arrive(self, pool: str | None, resource: str, method: str, path: str) -> int:
+        """A call reached the double; returns the ticket its answer is recorded with."""
+        return self._ledger.arrive(pool, resource, method, path)
+
+    def record(self, call: Call, ticket: int | None = None) -> None:
+        self._ledger.append(call, ticket)
 
     def mark(self) -> int:
         return self._ledger.mark()
@@ -318,8 +322,16 @@ class GitHubDouble:
         return sum(c.cost for c in self._ledger.calls(since, pool, resource) if c.counted)
 
     def requests(self, since: int | None = None, **filters: Any) -> int:
-        """How many calls reached the double, counted or not."""
-        return len(self._ledger.calls(since, **filters))
+        """How many calls reached the double, counted or not — with those still on the wire (a hang).
+
+        ``calls()`` lists answered calls only; a call held by a hang fault is
+        counted here from its arrival, and listed by ``calls()`` once answered.
+        """
+        answered = len(self._ledger.calls(since, **filters))
+        if filters.get("status") is not None:
+            return answered
+        waiting = {k: v for k, v in filters.items() if k != "status"}
+        return answered + len(self._ledger.pending(since, **waiting))
 
     # -- allowances -------------------------------------------------------------
     def remaining(self, pool: str, resource: str) -> int:

@@ -2,7 +2,9 @@
 
 The ledger keeps 304s, errors, faults and ``/rate_limit`` too: a test of "a
 quiet repository costs nothing" needs to see the free calls as well as the
-counted ones. It never keeps a token, only its SHA-256.
+counted ones. It never keeps a token, only its SHA-256. A call enters the
+ledger when it is answered; until then (a hang fault holds it) it is an
+*arrival*, which ``requests()`` already counts — it has reached "GitHub".
 """
 
 from __future__ import annotations
@@ -29,14 +31,58 @@ class Call:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Arrival:
+    """A call on the wire: it reached the double and has no answer yet (a hang holds it)."""
+
+    ticket: int
+    index: int  # the ledger's length when it arrived; its Call lands at or after it
+    pool: str | None
+    resource: str
+    method: str
+    path: str
+
+
 class Ledger:
     def __init__(self) -> None:
         self._calls: list[Call] = []
+        self._pending: dict[int, Arrival] = {}
+        self._tickets = 0
         self._lock = threading.Lock()
 
-    def append(self, call: Call) -> None:
+    def arrive(self, pool: str | None, resource: str, method: str, path: str) -> int:
+        with self._lock:
+            self._tickets += 1
+            self._pending[self._tickets] = Arrival(self._tickets, len(self._calls), pool, resource, method, path)
+            return self._tickets
+
+    def append(self, call: Call, ticket: int | None = None) -> None:
+        """The answered call; with its arrival ticket, it stops counting as on the wire (atomically)."""
         with self._lock:
             self._calls.append(call)
+            if ticket is not None:
+                self._pending.pop(ticket, None)
+
+    def pending(
+        self,
+        since: int | None = None,
+        pool: str | None = None,
+        resource: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+    ) -> list[Arrival]:
+        pattern = re.compile(path) if path is not None else None
+        with self._lock:
+            waiting = list(self._pending.values())
+        return [
+            a
+            for a in waiting
+            if a.index >= (since or 0)
+            and (pool is None or a.pool == pool)
+            and (resource is None or a.resource == resource)
+            and (method is None or a.method == method.upper())
+            and (pattern is None or pattern.search(a.path))
+        ]
 
     def all(self) -> list[Call]:
         with self._lock:

@@ -120,10 +120,15 @@ def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float, threading.E
     is_graphql = req.path == "/graphql"
     line = req.line
     with gh.lock:
-        who = authenticate(gh, req.headers.get("authorization"), req.path, gh.clock.time())
+        arrived = gh.clock.time()
+        who = authenticate(gh, req.headers.get("authorization"), req.path, arrived)
         principal = who if isinstance(who, Principal) else ANONYMOUS
         pool_key = principal.pool_key
         in_flight = gh.secondary.enter(pool_key)
+    pool = principal.pool if isinstance(who, Principal) else None
+    ticket = gh.arrive(pool, resource, req.method, req.target)
+    out = _Outcome(500, b"")  # what the ledger says should the double itself fail
+    headers: dict[str, str] = {}
     try:
         if in_flight > gh.secondary_concurrency:
             with gh.lock:
@@ -134,26 +139,26 @@ def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float, threading.E
                 sleep(float(delay.params["seconds"]), delay.released)
             with gh.lock:
                 out = _answer(gh, req, who, principal, resource, line, is_graphql)
-        with gh.lock:
-            now = gh.clock.time()
-            headers = {} if out.drop else _rate_headers(gh, principal, resource, now, out.spent, line, is_graphql)
+        if not out.drop:
+            with gh.lock:
+                headers = _rate_headers(gh, principal, resource, gh.clock.time(), out.spent, line, is_graphql)
     finally:
         with gh.lock:
             gh.secondary.leave(pool_key)
-    token = who.token_sha if isinstance(who, (Principal, AuthFailure)) else None
-    gh.record(
-        Call(
-            time=now,
-            pool=principal.pool if isinstance(who, Principal) else None,
-            resource=resource,
-            method=req.method,
-            path=req.target,
-            status=0 if out.drop else out.status,
-            counted=out.counted,
-            cost=out.cost if out.counted else 0,
-            token_sha=token,
+        gh.record(
+            Call(
+                time=arrived,
+                pool=pool,
+                resource=resource,
+                method=req.method,
+                path=req.target,
+                status=0 if out.drop else out.status,
+                counted=out.counted,
+                cost=out.cost if out.counted else 0,
+                token_sha=who.token_sha,
+            ),
+            ticket,
         )
-    )
     if out.drop:
         return Response(status=0, drop=True)
     headers.update(out.headers)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import httpx
 import pytest
@@ -157,3 +159,23 @@ def test_bad_faults_are_refused_plainly(github: ServedDouble) -> None:
         gh.fault("primary", status=500)
     with pytest.raises(DoubleError, match="reset fault value"):
         gh.fault("reset", value="tomorrow")
+
+
+def test_a_held_call_has_reached_github_before_it_is_answered(github: ServedDouble, alice: httpx.Client) -> None:
+    gh = github.gh
+    mark = gh.mark()
+    hang = gh.fault("hang", path="/repos/o/r$", seconds=30.0)
+    statuses: list[int] = []
+    thread = threading.Thread(target=lambda: statuses.append(alice.get("/repos/o/r").status_code))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while gh.requests(since=mark) == 0:
+        assert time.monotonic() < deadline, "the held call never arrived"
+        time.sleep(0.01)
+    assert gh.calls(since=mark) == []  # not answered yet …
+    assert gh.requests(since=mark, pool="user:alice", path="/repos/o/r$") == 1  # … but it reached the double
+    assert gh.requests(since=mark, pool="user:bob") == 0
+    gh.clear_faults(hang)
+    thread.join(timeout=10)
+    assert statuses == [200]
+    assert gh.requests(since=mark) == 1 and [c.status for c in gh.calls(since=mark)] == [200]
