@@ -356,8 +356,9 @@ def test_malformed_state_is_refused(data: object) -> None:
 class GateMachine(RuleBasedStateMachine):
     """Many callers against one gate, in any order hypothesis likes."""
 
-    @initialize()
-    def setup(self) -> None:
+    @initialize(ramp_at=st.sampled_from([None, None, 1, 2, 3]))
+    def setup(self, ramp_at: int | None) -> None:
+        """Start open, or (through the same operations) part-way up the ramp, where bugs hide deepest."""
         self.state = fresh()
         self.now = T0
         self.serial = 0
@@ -365,6 +366,17 @@ class GateMachine(RuleBasedStateMachine):
         self.held: dict[str, list] = {}
         self.probe_epochs: set[int] = set()
         self.cohort_grants: dict[int, int] = {}
+        if ramp_at is not None:
+            pause(self.state, T0, T0 + 60)
+            self.now = T0 + 60
+            probe_ok(self.state, self.now)
+            self.probe_epochs.add(self.state.epoch)
+            for size in COHORT_SIZES[:ramp_at]:
+                for i in range(size):
+                    grant(self.state, self.now, f"ramp{size}-{i}")
+                for i in range(size):
+                    finish(self.state, f"ramp{size}-{i}", self.now, OK)
+            assert (self.state.phase, self.state.cohort) == ("ramp", ramp_at)
 
     # -- callers
 
@@ -387,10 +399,20 @@ class GateMachine(RuleBasedStateMachine):
             self.cohort_grants[s.cohort_serial] = n
         self.held[pid] = [d.epoch, d.kind, False]
 
+    @rule()
+    def acquire_and_start(self) -> None:
+        """The usual caller: a permit, then straight to the wire."""
+        self.acquire(deadline=600.0)
+        pid = f"p{self.serial}"
+        if pid in self.held:
+            self.start_one(pid)
+
     @precondition(lambda self: any(not h[2] for h in self.held.values()))
     @rule(data=st.data())
     def start(self, data: st.DataObject) -> None:
-        pid = data.draw(st.sampled_from(sorted(p for p, h in self.held.items() if not h[2])))
+        self.start_one(data.draw(st.sampled_from(sorted(p for p, h in self.held.items() if not h[2]))))
+
+    def start_one(self, pid: str) -> None:
         if start(self.state, pid, self.now):
             assert self.held[pid][0] == self.state.epoch, "a permit of an older epoch started"
             self.held[pid][2] = True
@@ -500,7 +522,7 @@ class GateMachine(RuleBasedStateMachine):
 
 
 GateMachine.TestCase.settings = settings(
-    max_examples=120,
+    max_examples=100,
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
