@@ -190,6 +190,14 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+@pytest.fixture(params=["file", "daemon"])
+def url_for(request: pytest.FixtureRequest, bare_remote: Path) -> str:
+    """The bare remote's URL over file:// and, in a second run, over a loopback git daemon."""
+    if request.param == "daemon":
+        return str(request.getfixturevalue("git_daemon"))
+    return bare_remote.as_uri()
+
+
 @pytest.fixture
 def fake_clock() -> FakeClock:
     return FakeClock(1_800_000_000.0)

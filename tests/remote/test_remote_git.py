@@ -96,18 +96,6 @@ def test_scrub_removes_credentials() -> None:
 # --- against real remotes ------------------------------------------------------
 
 
-@pytest.fixture(params=["file", "daemon"])
-def transport(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def url_for(transport: str, request: pytest.FixtureRequest, bare_remote: Path) -> str:
-    if transport == "daemon":
-        return str(request.getfixturevalue("git_daemon"))
-    return bare_remote.as_uri()
-
-
 def remote_ref(bare: Path, ref: str) -> str | None:
     proc = subprocess.run(
         ["git", "rev-parse", "-q", "--verify", ref], cwd=bare, capture_output=True, text=True
