@@ -76,8 +76,13 @@ def drive(
     stopper: Stopper | None = None,
     say: Say = lambda text: None,
     max_ticks: int | None = None,
+    let_go: bool = True,
 ) -> DriverState:
-    """Hold the lease of each branch and take it in on the discovery clock, until stopped."""
+    """Hold the lease of each branch and take it in on the discovery clock, until stopped.
+
+    ``max_ticks`` ends after that many ticks (tests, the demo); ``let_go=False``
+    then leaves the marks standing, as a driver that will tick again would.
+    """
     chosen = list(branches or session.settings.branches)
     stopper = stopper or Stopper()
     intake, keeper = intake_for(session, role="driver")
@@ -86,7 +91,7 @@ def drive(
     revs: dict[str, str | None] = {}
     held: set[str] = set()
     try:
-        while not stopper.stopped and (max_ticks is None or state.ticks < max_ticks):
+        while not stopper.stopped:
             state.ticks += 1
             started = session.clock.time()
             fetch_and_adopt(session, *branch_refspecs(session, chosen))
@@ -114,9 +119,11 @@ def drive(
                     state.rounds.append(report)
                     if report.outcome in ("taken-in", "deferred"):
                         say(report.summary())
+            if max_ticks is not None and state.ticks >= max_ticks:
+                break
             _sleep_until(session, started + tick, stopper)
     finally:
-        if held:
+        if held and let_go:
             try:
                 keeper.release(sorted(held))
                 say("let go of the lease of " + ", ".join(sorted(held)))
