@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 from .durations import ACCEPTED_FORM as DURATION_FORM
 from .durations import parse_duration
 from .errors import ConfigError, SluiceError
+from .repo import NotARepository
 
 KNOWN_KEYS: tuple[str, ...] = (
     "sluice.remote",
@@ -69,12 +70,6 @@ _DIGITS = re.compile(r"^[0-9]{1,20}$")
 _TRUE = {"true", "yes", "on"}
 _FALSE = {"false", "no", "off", ""}
 _UNSET = "(unset)"
-
-
-class NotARepository(SluiceError):
-    """The directory is not inside a git repository; nothing can be configured."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -267,7 +262,7 @@ def _remote_refs(repo_dir: Path) -> list[tuple[str, str]]:
     proc = _git(repo_dir, "for-each-ref", "--format=%(refname)%00%(symref)", "refs/remotes/")
     if proc.returncode != 0:
         message = proc.stderr.decode(errors="replace").strip()
-        raise NotARepository(f"{repo_dir}: not a git repository ({message})")
+        raise NotARepository(repo_dir, message)
     refs = []
     for line in proc.stdout.decode(errors="replace").splitlines():
         refname, _, symref = line.partition("\0")

@@ -35,11 +35,14 @@ _REPO_SELECTING_ENV = (
 
 
 class NotARepository(SluiceError):
-    """git-sluice was started outside any git repository."""
+    """git-sluice was started outside any git repository (a usage error: exit 2)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        super().__init__(f"{path} is not inside a git repository: run git sluice from a clone")
+    exit_code = 2
+
+    def __init__(self, path: Path | str, detail: str = "") -> None:
+        self.path = Path(path)
+        extra = f" ({detail})" if detail else ""
+        super().__init__(f"{path} is not inside a git repository{extra}: run git sluice from a clone")
 
 
 class ReftableUnsupported(SluiceError):

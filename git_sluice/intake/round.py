@@ -231,7 +231,7 @@ class Intake:
         report.read = sorted(to_read)
         report.skipped = dict(result.skipped)
         now = self.clock.time()
-        expected = checks_expected(doc.entries.values())
+        expected = checks_expected([*doc.entries.values(), *result.readings.values()])
         entries: dict[int, Entry] = {}
         for number in sorted(plan.items):
             previous = doc.entries.get(number)
