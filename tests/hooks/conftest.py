@@ -81,6 +81,7 @@ class World:
 
     def advance(self, branch: str = "main", message: str = "move") -> str:
         """Another clone pushes a new commit to ``branch`` on the remote."""
+        self.git("fetch", "-q", "origin", cwd=self.other)
         self.git("checkout", "-q", "-B", branch, f"origin/{branch}", cwd=self.other, check=False)
         self.git("commit", "-q", "--allow-empty", "-m", message, cwd=self.other)
         self.git("push", "-q", "origin", f"HEAD:refs/heads/{branch}", cwd=self.other)

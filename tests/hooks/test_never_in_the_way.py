@@ -1,0 +1,169 @@
+"""Whatever goes wrong on git-sluice's side, the user's push and fetch behave as without hooks.
+
+Two identical worlds (same commits, byte for byte: dates are fixed) run the
+same git commands in lockstep: one with the hooks set up and something broken,
+one with no hooks at all. Exit status and output must match, except for at
+most one warning line on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import World, base_path
+
+
+@pytest.fixture(autouse=True)
+def fixed_dates(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "1700000000 +0000")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "1700000000 +0000")
+
+
+def _refuse_sluice_refs(world: World) -> None:
+    hook = world.remote / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\n"
+        "while read old new ref; do\n"
+        '  case $ref in refs/sluice/*) echo "refs/sluice is not allowed here" >&2; exit 1;; esac\n'
+        "done\n"
+        "exit 0\n"
+    )
+    hook.chmod(0o755)
+
+
+def _no_git_sluice(world: World) -> None:
+    world.env["PATH"] = base_path()
+
+
+def _sluice_dir_is_a_file(world: World) -> None:
+    subprocess.run(["rm", "-rf", str(world.sluice_dir)], check=True)
+    world.sluice_dir.write_bytes(b"\x00\x01 not a directory\n")
+
+
+def _garbage(world: World) -> None:
+    sd = world.sluice_dir
+    (sd / "hook-filter").write_bytes(b"\xff\xfe\x00 refs/remotes/origin/main\n*\n[\n")
+    (sd / "heads").write_bytes(b"\x00\x00 main 1 \xff\n" * 50)
+    (sd / "hook-warned").write_bytes(b"\xff" * 100)
+    (sd / "setup.json").write_bytes(b"{not json")
+    (sd / "last-failure.json").write_bytes(b"[1, 2")
+    (sd / "hook-push-mark").mkdir()
+    (sd / "log").mkdir()
+    (sd / "hook-round.lock").mkdir()
+    (sd / "hook-in.999999999").write_bytes(b"\x00@pre-push\n\xff\n")
+    (sd / "hook-ask.junk").mkdir()
+
+
+def _api_down(world: World) -> None:
+    """Already so: every world's sluice.api is a closed loopback port."""
+
+
+SCENARIOS: dict[str, Callable[[World], None]] = {
+    "github-api-down": _api_down,
+    "git-sluice-not-on-path": _no_git_sluice,
+    "sluice-dir-is-a-file": _sluice_dir_is_a_file,
+    "garbage-in-the-sluice-dir": _garbage,
+    "remote-refuses-refs-sluice": _refuse_sluice_refs,
+}
+
+
+def _normal(world: World, proc: subprocess.CompletedProcess[str]) -> tuple[int, str, list[str]]:
+    root = str(world.root)
+    return (
+        proc.returncode,
+        proc.stdout.replace(root, "<root>"),
+        proc.stderr.replace(root, "<root>").splitlines(),
+    )
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_push_and_fetch_behave_as_without_hooks(make_world, scenario: str) -> None:  # type: ignore[no-untyped-def]
+    hooked: World = make_world()
+    plain: World = make_world()
+    plain.git("config", "core.hooksPath", "/dev/null")  # same config and refspec, no hooks
+    if scenario == "remote-refuses-refs-sluice":
+        _refuse_sluice_refs(plain)
+    SCENARIOS[scenario](hooked)
+
+    def both(*args: str, shell: bool = False) -> None:
+        results = []
+        for world in (hooked, plain):
+            if shell:
+                proc = world.run("sh", "-c", args[0], check=False)
+            else:
+                proc = world.git(*args, check=False)
+            results.append(_normal(world, proc))
+        (rc_h, out_h, err_h), (rc_p, out_p, err_p) = results
+        assert rc_h == rc_p, (args, results)
+        assert out_h == out_p, (args, results)
+        extra = [line for line in err_h if line not in err_p]
+        assert [line for line in err_h if line not in extra] == err_p, (args, results)
+        if scenario == "git-sluice-not-on-path":
+            assert len(extra) <= 1 and all(line.startswith("git-sluice: not found on PATH") for line in extra)
+        else:
+            assert extra == [], (args, results)
+
+    for world in (hooked, plain):
+        world.advance("main", "remote moves")
+    both("fetch")
+    both("merge", "-q", "--ff-only", "origin/main")
+    both("commit", "-q", "--allow-empty", "-m", "local work")
+    both("push", "origin", "HEAD:main")
+    both("push", "origin", "HEAD:refs/heads/feature")
+    both("push", "origin", "HEAD:main")  # up to date
+    both("fetch")  # nothing to fetch
+    both("git push origin HEAD:refs/heads/piped 2>&1 | cat", shell=True)
+    both("push", "origin", "HEAD:refs/sluice/intake/main")  # refused where the remote refuses it
+    for world in (hooked, plain):
+        world.advance("main", "again")
+    both("fetch", "--prune")
+    both("pull", "-q", "--ff-only")
+
+    if scenario != "sluice-dir-is-a-file":
+        hooked.wait_quiet()
+    if scenario == "git-sluice-not-on-path":
+        assert hooked.runners() == (0, 0)
+    if scenario in ("github-api-down", "remote-refuses-refs-sluice"):
+        assert len(hooked.rounds()) >= 1  # the rounds were asked and ran, in the background
+
+
+def test_a_piped_push_returns_while_the_round_still_runs(world: World) -> None:
+    # the runner sleeps before it starts: a hook that kept git's pipes would hold `| cat` that long
+    world.env["SLUICE_TEST_SHIM_DELAY"] = "2"
+    world.git("commit", "-q", "--allow-empty", "-m", "x")
+    started = time.monotonic()
+    proc = world.run("sh", "-c", "git push origin HEAD:main 2>&1 | cat")
+    elapsed = time.monotonic() - started
+    assert "HEAD -> main" in proc.stdout
+    assert elapsed < 1.5, elapsed
+    assert world.runners()[0] - world.runners()[1] == 1  # the runner was still busy
+    world.wait_quiet()
+    assert len(world.rounds()) == 1
+
+
+def test_a_hook_exits_zero_even_when_everything_is_broken(world: World, tmp_path: Path) -> None:
+    # called by hand with nonsense: no crash, nothing printed, status 0
+    hook = world.work / ".git" / "hooks" / "reference-transaction"
+    for args, stdin in (
+        (["committed"], "garbage\n\x00\xff\n"),
+        (["committed"], f"{'0' * 40} {'1' * 40} refs/remotes/origin/main\n"),
+        (["prepared"], "x y z\n"),
+        ([], ""),
+    ):
+        proc = subprocess.run(
+            # through a shell that ends right after, as git would: the runner waits for its parent
+            ["sh", "-c", '"$0" "$@"; exit $?', str(hook), *args],
+            input=stdin.encode(),
+            cwd=world.work,
+            env=dict(world.env, HOME=str(tmp_path / "nowhere")),
+            capture_output=True,
+        )
+        assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
+    world.wait_quiet()
+    assert os.environ.get("GIT_SLUICE_INTERNAL") is None
