@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import parse_qsl
 
-from . import graphql_api, rest
+from . import graphql_api, rest, rest_app  # noqa: F401 - rest_app registers the App's routes
 from .auth import ANONYMOUS, AuthFailure, Principal, authenticate
 from .faults import ANSWER, DELAY, Fault
 from .ledger import Call
@@ -193,8 +193,7 @@ def _answer(
         return _Outcome(200, _json(_rate_limit_body(gh, principal, now)))
     if is_graphql:
         if req.method != "POST":
-            return _Outcome(404, _json({"message": "Not Found", "documentation_url": graphql_api.GRAPHQL_DOCS}),
-                            counted=True, cost=1)
+            return _Outcome(404, _json({"message": "Not Found", "documentation_url": graphql_api.GRAPHQL_DOCS}))
         return _graphql(gh, req, principal, line, now)
     return _rest(gh, req, principal, resource, line, now)
 
