@@ -66,18 +66,13 @@ def api_command(
     is printed); 2 usage or configuration; 3 allowance spent, the message names
     when it ends (nothing was sent).
     """
-    from ..errors import local_time
+    from ..countdown import Countdown
     from ..session import open_session
 
     setup_logging(verbose)
     fields = _fields(raw_fields, typed_fields)
 
-    def said_once(wait_info: object) -> None:
-        until = getattr(wait_info, "until", None)
-        if until is not None:
-            click.echo(f"git sluice: allowance spent; waiting until {local_time(until)}", err=True)
-
-    with open_session(need_branches=False, on_wait=said_once) as session:
+    with Countdown() as countdown, open_session(need_branches=False, on_wait=countdown) as session:
         deadline = session.clock.time() + timeout if timeout is not None else None
         if path.strip("/") == "graphql":
             query = fields.pop("query", None)

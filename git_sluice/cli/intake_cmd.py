@@ -23,18 +23,13 @@ def intake_command(branches: tuple[str, ...], wait: bool, timeout: float | None,
     0 done (including "nothing to do"); 1 failed; 2 configuration; 3 allowance
     spent (nothing was sent; the message names when it ends).
     """
-    from ..errors import local_time
+    from ..countdown import Countdown
     from ..intake.step import run_rounds
     from ..session import open_session
 
     setup_logging(verbose)
 
-    def said_once(info: object) -> None:
-        until = getattr(info, "until", None)
-        if until is not None:
-            click.echo(f"git sluice: allowance spent; waiting until {local_time(until)}", err=True)
-
-    with open_session(on_wait=said_once) as session:
+    with Countdown() as countdown, open_session(on_wait=countdown) as session:
         unknown = [b for b in branches if b not in session.settings.branches and session.repo.ref(
             f"refs/remotes/{session.settings.remote}/{b}") is None]
         if unknown:

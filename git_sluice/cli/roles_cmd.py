@@ -54,7 +54,7 @@ def wait_command(number: int, timeout: float | None, as_json: bool, verbose: boo
     discovery interval. Exit codes: 0 merged or ready; 1 closed or blocked (or
     failed); 2 configuration; 3 allowance spent past the timeout; 4 timed out.
     """
-    from ..errors import local_time
+    from ..countdown import Countdown
     from ..roles import Stopper, wait_for
     from ..session import open_session
 
@@ -62,12 +62,7 @@ def wait_command(number: int, timeout: float | None, as_json: bool, verbose: boo
     stopper = Stopper()
     stopper.install()
 
-    def said_once(info: object) -> None:
-        until = getattr(info, "until", None)
-        if until is not None:
-            click.echo(f"git sluice: allowance spent; waiting until {local_time(until)}", err=True)
-
-    with open_session(on_wait=said_once) as session:
+    with Countdown() as countdown, open_session(on_wait=countdown) as session:
         result = wait_for(session, number, timeout=timeout, stopper=stopper,
                           say=(lambda text: None) if as_json else click.echo)
     if as_json:
