@@ -73,7 +73,7 @@ class GateState:
     paused_at: float | None = None
     source: str = "local"
     observe_only: bool = False
-    held: int = 0
+    held: int = 0  # callers told "paused" in this window (probe and ramp waits poll; not counted)
     probe: str | None = None
     cohort: int = 0
     cohort_serial: int = 0
@@ -326,13 +326,12 @@ def acquire(state: GateState, now: float, permit_id: str, deadline: float) -> Gr
         if probe is None:  # cannot happen through these functions; never let it wedge
             _release_probe(state, now)
             return acquire(state, now, permit_id, deadline)
-        state.held += 1
+        # not counted in ``held``: callers poll for the probe's end, many times a second
         return Wait(min(now + POLL, probe.deadline), "probe")
     # ramp
     if len(state.cohort_admitted) < state.cohort_size:
         state.cohort_admitted.append(permit_id)
         return _grant(state, permit_id, "cohort", deadline, cohort=state.cohort_serial)
-    state.held += 1
     pending = [p.deadline for p in state.permits.values() if p.kind == "cohort" and p.epoch == state.epoch]
     return Wait(min([now + POLL, *pending]), "ramp")
 

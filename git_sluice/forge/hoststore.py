@@ -139,7 +139,9 @@ class PauseView:
     streak: int
     source: str  # "local" or the host it was adopted from
     observe_only: bool
-    held: int  # calls held (or, observe-only, that would have been held) in this window
+    # calls told "paused" in this window (observe-only: calls that would have been held);
+    # waits for a probe or a cohort are not counted, as callers poll for those
+    held: int
     paused_at: float | None = None
     cohort_size: int | None = None  # during the ramp: the size of the cohort now admitted
 
@@ -177,6 +179,8 @@ class HostStore:
         self._mutex = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._inode: tuple[int, int] | None = None
+        self._pid = os.getpid()
+        self._inherited: list[sqlite3.Connection] = []
         with self._mutex:
             self._connect()
 
@@ -184,10 +188,10 @@ class HostStore:
 
     def close(self) -> None:
         with self._mutex:
-            if self._conn is not None:
+            if self._conn is not None and self._pid == os.getpid():
                 with contextlib.suppress(sqlite3.Error):
                     self._conn.close()
-                self._conn = None
+            self._conn = None
 
     def __enter__(self) -> HostStore:
         return self
@@ -303,7 +307,14 @@ class HostStore:
             ) from None
 
     def _ensure_current_file(self) -> None:
-        """Reconnect if another process replaced the file (moved a corrupt one aside)."""
+        """Reconnect if another process replaced the file (moved a corrupt one aside), or after a fork."""
+        if self._pid != os.getpid():
+            # SQLite forbids using a connection across fork(); the parent's is kept
+            # (never closed here, which could disturb the parent's locks) and a new one opened
+            if self._conn is not None:
+                self._inherited.append(self._conn)
+            self._conn = None
+            self._pid = os.getpid()
         try:
             st = os.stat(self.path)
             same = self._inode == (st.st_dev, st.st_ino)
@@ -405,7 +416,7 @@ class HostStore:
                 permit_id = uuid.uuid4().hex
                 if enforce:
                     decision = gate.acquire(state, now, permit_id, now + deadline)
-                    if isinstance(decision, gate.Wait):
+                    if isinstance(decision, gate.Wait) and decision.reason == "paused":
                         self._count(conn, pool, resource, "held")
                 else:
                     trial = copy.deepcopy(state)
@@ -416,7 +427,7 @@ class HostStore:
                         # what enforcement would have held goes out anyway, untracked, as a
                         # call from inside the window (its throttle extends, never escalates)
                         state.held += 1
-                        self._count(conn, pool, resource, "would_hold")
+                        self._count(conn, pool, resource, f"would_hold_{decision.reason}")
                         decision = gate.Grant("normal", state.epoch - 1)
                 self._save(conn, pool, resource, state, now)
             if isinstance(decision, gate.Wait):
@@ -432,6 +443,9 @@ class HostStore:
             with self._write(conn):
                 now = self.clock.time()
                 state = self._load(conn, permit.pool, permit.resource)
+                expired = gate.expire(state, now)
+                if expired:
+                    self._count(conn, permit.pool, permit.resource, "expired", len(expired))
                 tracked = permit.id in state.permits
                 ok = gate.start(state, permit.id, now)
                 if not ok and (permit.enforce or tracked):

@@ -216,7 +216,7 @@ def test_observe_only_grants_everything_and_counts(store: HostStore, clock: Fake
     assert later is not None and (later.until, later.streak, later.epoch) == (T0 + 205, 1, 1)
     [seen] = store.pauses()
     assert seen.observe_only and seen.held == 1
-    assert store.counters()[(POOL, "core")] == {"would_fence": 1, "would_hold": 1}
+    assert store.counters()[(POOL, "core")] == {"would_fence": 1, "would_hold_paused": 1}
     # an enforcing caller on the same host does honour what was observed
     assert isinstance(store.acquire(POOL, "core"), Wait)
 
@@ -340,6 +340,25 @@ def test_threads_share_one_store(store: HostStore) -> None:
         t.join()
     assert errors == []
     assert store.pauses() == []
+
+
+def test_a_forked_child_opens_its_own_connection(store: HostStore, clock: FakeClock) -> None:
+    granted(store.acquire(POOL, "core"))
+    reader, writer = CTX.Pipe(duplex=False)
+
+    def child() -> None:
+        p = store.acquire(POOL, "core")
+        writer.send(isinstance(p, Permit) and p.kind)
+        store.close()
+
+    proc = CTX.Process(target=child)
+    proc.start()
+    assert reader.poll(10) and reader.recv() == "normal"
+    proc.join(5)
+    assert proc.exitcode == 0
+    assert granted(store.acquire(POOL, "core")).kind == "normal"  # the parent's connection still works
+    open_pause(store, clock)
+    assert store.pause_for(POOL, "core") is not None
 
 
 # --- across processes -----------------------------------------------------------------
