@@ -648,3 +648,49 @@ def _remove_empty_dirs(top: Path) -> None:
         except OSError:
             pass
 
+
+
+# ----------------------------------------------------------------- what is there now
+
+
+def describe(repo: Any) -> dict[str, Any]:
+    """What is installed here now, read-only (for ``doctor`` and ``status``).
+
+    ``current`` says whether an installed script is this version's; a hook
+    defined in config only runs where git is new enough (``config_hooks_run``).
+    """
+    directory, shared = hooks_dir(repo)
+    sluice_dir = Path(repo.common_dir) / "sluice"
+    hooks: dict[str, dict[str, Any]] = {}
+    for name in HOOK_NAMES:
+        path = directory / name
+        config_script = sluice_dir / "hooks" / name
+        if is_ours(path):
+            legacy = path.with_name(name + LEGACY_SUFFIX)
+            hooks[name] = {
+                "installed": True,
+                "how": "file",
+                "path": str(path),
+                "chained": os.path.lexists(legacy),
+                "current": path.read_bytes() == script(name),
+            }
+        elif _config_value(repo, f"hook.{CONFIG_HOOK_PREFIX}{name}.command") is not None:
+            hooks[name] = {
+                "installed": True,
+                "how": "config",
+                "path": str(config_script),
+                "chained": False,
+                "current": config_script.is_file() and config_script.read_bytes() == script(name),
+            }
+        else:
+            hooks[name] = {"installed": False, "how": None, "path": str(path), "chained": False, "current": False}
+    remote = (repo.config_get("sluice.remote") or "origin").strip() or "origin"
+    fetch = repo.git("config", "--get-all", f"remote.{remote}.fetch", check=False).stdout.splitlines()
+    return {
+        "hooks_dir": str(directory),
+        "shared_hooks_dir": shared,
+        "config_hooks_run": choose_mode(installed_git_version(repo)) == "config",
+        "hooks": hooks,
+        "refspec": {"remote": remote, "value": SLUICE_REFSPEC, "present": SLUICE_REFSPEC in fetch},
+        "recorded": sluice_dir.is_dir() and load_manifest(sluice_dir) is not None,
+    }

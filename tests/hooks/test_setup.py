@@ -301,3 +301,23 @@ def test_undo_without_a_record_still_restores_chained_hooks(make_world) -> None:
     assert proc.returncode == 0
     assert snapshot(hooks) == before
     assert "no record" in proc.stderr
+
+
+def test_describe_tells_doctor_what_is_installed(make_world) -> None:  # type: ignore[no-untyped-def]
+    world: World = make_world(with_setup=False)
+    repo = Repo.discover(world.work)
+    before = installer.describe(repo)
+    assert not before["hooks"]["pre-push"]["installed"] and not before["refspec"]["present"]
+    (world.work / ".git" / "hooks" / "pre-push").write_text("#!/bin/sh\nexit 0\n")
+    (world.work / ".git" / "hooks" / "pre-push").chmod(0o755)
+    world.setup()
+    now = installer.describe(repo)
+    assert now["hooks"]["pre-push"] == {
+        "installed": True,
+        "how": "file",
+        "path": str(world.work / ".git" / "hooks" / "pre-push"),
+        "chained": True,
+        "current": True,
+    }
+    assert now["hooks"]["reference-transaction"]["chained"] is False
+    assert now["refspec"]["present"] and now["recorded"] and not now["config_hooks_run"]
