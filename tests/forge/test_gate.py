@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from git_sluice.forge import gate, rules
+from git_sluice.forge import rules
 from git_sluice.forge.gate import (
     COHORT_SIZES,
     FAILURE,
