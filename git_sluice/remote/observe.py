@@ -6,7 +6,8 @@ the observation is kept in ``.git/sluice/observed.json`` (shared by every
 process and worktree of the clone), with the boot id beside each monotonic
 reading: monotonic clocks restart at boot, so a reading from another boot
 means nothing and the observation starts again (design §11). Every doubt —
-unreadable file, other boot, clock behind the reading — restarts an
+unreadable file, other boot, another kind of clock (tests mix fake and
+system clocks in one clone), a clock behind the reading — restarts an
 observation, which can only delay a take-over, never hasten it.
 
 Beside what was seen, the store keeps when this host last *wrote* each ref
@@ -41,6 +42,8 @@ class ObservationStore:
         self.path = Path(directory) / FILE_NAME
         self.clock = clock
         self.boot = boot if boot is not None else system_boot_id()
+        # readings of different clocks are never compared (only one kind runs in production)
+        self.clock_kind = type(clock).__qualname__
         self._lock = FileLock(str(self.path) + ".lock")
 
     # --- file ----------------------------------------------------------------
@@ -68,6 +71,7 @@ class ObservationStore:
             isinstance(entry, dict)
             and entry.get("oid") == oid
             and entry.get("boot_id") == self.boot
+            and entry.get("clock") == self.clock_kind
             and isinstance(entry.get(key), (int, float))
             and entry[key] <= now
         )
@@ -95,7 +99,7 @@ class ObservationStore:
                     continue
                 entry = data["seen"].get(ref)
                 if not self._valid(entry, oid, now, "first_seen"):
-                    entry = {"oid": oid, "first_seen": now, "boot_id": self.boot}
+                    entry = {"oid": oid, "first_seen": now, "boot_id": self.boot, "clock": self.clock_kind}
                     data["seen"][ref] = entry
                     changed = True
                 result[ref] = Observation(oid, float(entry["first_seen"]), self.boot)
@@ -123,8 +127,9 @@ class ObservationStore:
                     data["seen"].pop(ref, None)
                     data["wrote"].pop(ref, None)
                     continue
-                data["wrote"][ref] = {"oid": oid, "at": at, "boot_id": self.boot}
-                data["seen"][ref] = {"oid": oid, "first_seen": at, "boot_id": self.boot}
+                stamp = {"boot_id": self.boot, "clock": self.clock_kind}
+                data["wrote"][ref] = {"oid": oid, "at": at, **stamp}
+                data["seen"][ref] = {"oid": oid, "first_seen": at, **stamp}
             self._save(data)
 
     def written_at(self, ref: str, oid: str) -> float | None:

@@ -136,3 +136,17 @@ def test_concurrent_observers_agree_on_first_seen(tmp_path: Path) -> None:
     assert set(firsts) == {"refs/sluice/intake/b0", "refs/sluice/intake/b1"}
     # every reader saw the one first-seen time of its ref, never a later one
     assert set(results) == set(firsts.values())
+
+
+def test_readings_of_another_kind_of_clock_are_not_compared(tmp_path: Path) -> None:
+    """A system-clock process (e.g. `git sluice status`) and a fake-clock test share a clone."""
+
+    class OtherClock(FakeClock):
+        pass
+
+    store(tmp_path, OtherClock(5.0)).observe(REF, A)  # monotonic 5 s on that clock
+    fake = FakeClock(1_800_000_000.0)
+    obs = store(tmp_path, fake).observe(REF, A)
+    assert obs.first_seen == fake.time()  # not 1.8e9 seconds "unchanged"
+    store(tmp_path, OtherClock(5.0)).wrote({REF: B}, at=5.0)
+    assert store(tmp_path, fake).written_at(REF, B) is None
