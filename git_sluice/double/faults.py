@@ -64,6 +64,7 @@ class Fault:
 class Faults:
     def __init__(self) -> None:
         self._faults: list[Fault] = []
+        self._used_delays: list[Fault] = []  # used-up hangs that may still hold a request
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -99,10 +100,13 @@ class Faults:
         return fault.id
 
     def clear(self, fault_id: int | None = None) -> None:
+        """Switch faults off; a hang already holding requests lets them go, even if used up."""
         with self._lock:
             gone = [f for f in self._faults if fault_id is None or f.id == fault_id]
             self._faults = [f for f in self._faults if f not in gone]
-        for fault in gone:
+            holding = [f for f in self._used_delays if fault_id is None or f.id == fault_id]
+            self._used_delays = [f for f in self._used_delays if f not in holding]
+        for fault in gone + holding:
             fault.released.set()
 
     def active(self) -> list[Fault]:
@@ -118,5 +122,8 @@ class Faults:
                         fault.times -= 1
                         if fault.times <= 0:
                             self._faults.remove(fault)
+                            if fault.kind in DELAY:
+                                # still holding the request it matched: clear() must reach it
+                                self._used_delays.append(fault)
                     return fault
         return None
