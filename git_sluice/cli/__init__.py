@@ -17,5 +17,6 @@ from . import intake_cmd  # noqa: E402,F401
 from . import roles_cmd  # noqa: E402,F401
 from . import view_cmd  # noqa: E402,F401
 from . import demo_cmd  # noqa: E402,F401
+from . import doctor_cmd  # noqa: E402,F401
 
 __all__ = ["main"]

@@ -1,0 +1,42 @@
+"""``git sluice doctor``: every check one line, ``ok`` / ``warn`` / ``fail``, with what to do."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ._common import handles_errors, print_json, setup_logging
+from ._group import main
+
+
+@main.command("doctor")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"schema":1,"checks":[{"name","status","found","advice"}],"budget":[…],"projection":{…}}.')
+@click.option("-v", "--verbose", is_flag=True, help="Say what git-sluice decided (to stderr).")
+@handles_errors
+def doctor_command(as_json: bool, verbose: bool) -> None:
+    """Check the set-up: git, config, token (never shown), hooks, remote, leases, pauses, budget.
+
+    Ends with the budget per pool and resource (used / limit and the reset) and
+    the projected hourly spend — branches × rounds per hour × what this clone's
+    last rounds cost — warning above 50 % of the allowance. Costs at most one
+    conditional GET of the repository (usually a free 304), one free
+    GET /rate_limit when this host has seen nothing of the pool yet, one fetch
+    and two pushes of a scratch ref (refs/sluice/doctor/<host>). Exit codes:
+    0 no check failed (warnings allowed); 1 a check failed.
+    """
+    from ..doctor import diagnose
+
+    setup_logging(verbose)
+    diagnosis = diagnose()
+    if as_json:
+        print_json(diagnosis.as_dict())
+    else:
+        for check in diagnosis.checks:
+            click.echo(check.line())
+        failed = sum(1 for c in diagnosis.checks if c.status == "fail")
+        warned = sum(1 for c in diagnosis.checks if c.status == "warn")
+        click.echo(f"{failed} failed, {warned} warned, {len(diagnosis.checks) - failed - warned} ok")
+    sys.stdout.flush()
+    sys.exit(diagnosis.exit_code)
