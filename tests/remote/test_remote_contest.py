@@ -2,7 +2,8 @@
 
 Hosts run on fake clocks that are hours apart (only differences of each host's
 own readings may matter), crash and come back (a new process, sometimes after
-a reboot), and call ``ensure`` together in threads. Every won push is
+a reboot), and call ``ensure`` together in threads, some on a stale mirror
+(as a round that fetched a moment earlier does). Every won push is
 recorded with the test's true time; the bare remote's reflog gives the true
 order of the lease's values. From both:
 
@@ -30,9 +31,12 @@ ROUNDS = 200
 
 
 class RecordingRemote(RemoteGit):
-    def __init__(self, *args, name: str, truth: FakeClock, log: list, lock: threading.Lock, **kwargs) -> None:
+    def __init__(
+        self, *args, name: str, truth: FakeClock, log: list, lost: list, lock: threading.Lock, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.name = name
+        self.lost = lost
         self.truth = truth
         self.log = log
         self.log_lock = lock
@@ -44,6 +48,9 @@ class RecordingRemote(RemoteGit):
             for update, outcome in zip(updates, outcomes):
                 if outcome.won:
                     self.log.append((at, self.name, update))
+                else:
+                    assert outcome.lost_race, outcome
+                    self.lost.append((at, self.name, update))
         return outcomes
 
 
@@ -51,6 +58,7 @@ def test_contested_rounds_never_two_holders(make_host, bare_remote, fake_clock, 
     rng = random.Random(20240611)
     truth = fake_clock
     log: list[tuple[float, str, CasUpdate]] = []
+    lost: list[tuple[float, str, CasUpdate]] = []
     log_lock = threading.Lock()
     specs = [("h0", "driver", 0.0), ("h1", "driver", 3600.0), ("h2", "driver", -7200.0), ("h3", "wait", 12.5)]
     hosts = {name: make_host(name) for name, _, _ in specs}
@@ -62,7 +70,7 @@ def test_contested_rounds_never_two_holders(make_host, bare_remote, fake_clock, 
         host = hosts[name]
         host.boot = f"boot-{boots[name]}"
         remote = RecordingRemote(
-            host.repo, "origin", clock=clocks[name], name=name, truth=truth, log=log, lock=log_lock
+            host.repo, "origin", clock=clocks[name], name=name, truth=truth, log=log, lost=lost, lock=log_lock
         )
         return LeaseKeeper(
             host.repo,
@@ -90,9 +98,12 @@ def test_contested_rounds_never_two_holders(make_host, bare_remote, fake_clock, 
         alive = [n for n in hosts if down_until[n] < round_no]
         chosen = rng.sample(alive, k=min(len(alive), rng.choice([1, 1, 2, 2, 3])))
 
+        # some callers fetched just before (as a round does): their mirror may be stale
+        fetching = {name: rng.random() < 0.6 for name in chosen}
+
         def call(name: str) -> None:
             try:
-                keepers[name].ensure(["main"])
+                keepers[name].ensure(["main"], fetch=fetching[name])
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 
@@ -137,4 +148,5 @@ def test_contested_rounds_never_two_holders(make_host, bare_remote, fake_clock, 
                 handovers += 1
                 # the previous holder's last write was a whole lease old
                 assert at - prev_at >= prev.lease, (prev, record, at - prev_at)
-    assert handovers >= 5 and renewals >= 20, (handovers, preemptions, renewals)
+    # the contest was real: hand-overs, renewals and lost races all happened
+    assert handovers >= 5 and renewals >= 20 and len(lost) >= 10, (handovers, preemptions, renewals, len(lost))
