@@ -15,6 +15,7 @@ same injected clock the forge sleeps on) or when the command leaves its
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 from typing import Protocol, TextIO
@@ -37,7 +38,8 @@ class WaitInfo(Protocol):
 
 def countdown_text(until: float, now: float) -> str:
     """``rate-limited until 14:32:05 CET (in 12 min)``: the end as wall time and as a span."""
-    return f"rate-limited until {local_time(until)} (in {format_duration(max(until - now, 0.0))})"
+    left = math.ceil(max(until - now, 0.0))  # whole seconds: the line changes once a second, no more
+    return f"rate-limited until {local_time(until)} (in {format_duration(left)})"
 
 
 def plain_line(info: WaitInfo, now: float) -> str:
