@@ -222,6 +222,7 @@ class PauseNotes:
             if current is not None and current.until >= note.until:
                 return current
             to_write = merge(current, note) if current is not None else note
+            to_write = dataclasses.replace(to_write, until=round(to_write.until, 3))  # as the record says
             new = self.remote.write_record(to_write.to_message(self.version))
             if self._push(ref, new, oid):
                 return to_write

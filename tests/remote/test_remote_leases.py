@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from git_sluice.clock import FakeClock
 from git_sluice.remote.git import CasUpdate, RefOutcome, RemoteGit, RemoteRefused, RemoteUnreachable
 from git_sluice.remote.lease import LeaseRecord, LeaseView
 from git_sluice.remote.leases import LeaseKeeper

@@ -242,3 +242,12 @@ def test_a_remote_refusing_pause_refs_says_so(make_host, bare_remote, fake_clock
     hook.chmod(0o755)
     with pytest.raises(RemoteRefused):
         make_host("a").notes(fake_clock).publish(note())
+
+
+def test_publish_returns_what_the_remote_holds(make_host, fake_clock) -> None:
+    a, b = make_host("a"), make_host("b")
+    published = a.notes(fake_clock).publish(note(T0 + 61.23456))
+    assert published.until == T0 + 61.235
+    nb = b.notes(fake_clock)
+    nb.remote.fetch()
+    assert nb.read(POOL, "core") == published
