@@ -79,7 +79,7 @@ class BudgetLine:
     observed_at: float | None
     counted_last_hour: int
     source: str  # "ledger" | "rate_limit"
-    this_repository: bool = True
+    this_repository: bool | None = True  # None: the repository's pool is unknown (no token)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -476,11 +476,11 @@ def ledger_budget(rows: Iterable[Any], pool: str | None) -> list[BudgetLine]:
             observed_at=row.observed_at,
             counted_last_hour=row.counted_last_hour,
             source="ledger",
-            this_repository=pool is None or row.pool == pool,
+            this_repository=None if pool is None else row.pool == pool,
         )
         for row in rows
     ]
-    return sorted(lines, key=lambda line: (not line.this_repository, line.pool, line.resource))
+    return sorted(lines, key=lambda line: (line.this_repository is False, line.pool, line.resource))
 
 
 def rate_limit_budget(body: Any, pool: str, now: float) -> list[BudgetLine]:
@@ -524,7 +524,7 @@ def budget_check(line: BudgetLine, now: float) -> Check:
     else:
         seen = _seen(now - line.observed_at) if line.observed_at else "no rate headers seen yet"
         text += f"; {seen}, {line.counted_last_hour} counted here in the last hour"
-    if not line.this_repository:
+    if line.this_repository is False:
         text += " (another repository's pool)"
     current = line.reset is None or line.reset > now
     if current and line.remaining == 0:
@@ -557,7 +557,7 @@ def project(
     limit: dict[str, int] = {}
     limit_source: dict[str, str] = {}
     for resource in PROJECTED_RESOURCES:
-        known = [b for b in budget if b.this_repository and b.resource == resource and b.limit]
+        known = [b for b in budget if b.this_repository is True and b.resource == resource and b.limit]
         if known:
             limit[resource] = int(known[0].limit or DEFAULT_LIMIT)
             limit_source[resource] = known[0].source
@@ -779,6 +779,14 @@ def diagnose(
     return diagnosis.redacted(secrets)
 
 
+@dataclass
+class _Gathered:
+    """What one section learned that a later one needs."""
+
+    pool: str | None = None
+    ledger_before: list[Any] = field(default_factory=list)
+
+
 def _diagnose_with(
     diagnosis: Diagnosis,
     repo: Any,
@@ -789,153 +797,167 @@ def _diagnose_with(
     store: Any,
     secrets: list[str],
 ) -> None:
-    from .forge.client import ForgeUnavailable
     from .remote.git import RemoteGit
-    from .remote.leases import LeaseKeeper
 
-    checks = diagnosis.checks
     remote_name = settings.remote if settings is not None else (repo.config_get("sluice.remote") or "origin")
-
-    # --- the remote first: the session then adopts the freshest pause notes --------
     remote = RemoteGit(repo, remote_name, clock=clock) if settings is not None else None
+    gathered = _Gathered()
+    session = None
+    token_part: list[Check] = []
+
+    # the remote first, so the session adopts the pause notes just fetched
     remote_part: list[Check] = []
     if remote is not None and settings is not None:
-        fetch_error = None
-        try:
-            remote.fetch()
-        except SluiceError as exc:
-            fetch_error = str(exc)
-        trial = None
-        if fetch_error is None:
-            try:
-                trial = scratch_trial(remote, repo, settings.host, clock)
-            except Exception as exc:
-                trial = ScratchTrial(SCRATCH_PREFIX + settings.host, False, False, f"{type(exc).__name__}: {exc}")
-        remote_part = remote_checks(remote_name, fetch_error, trial)
+        remote_part = _guarded(f"remote {remote_name}", lambda: _remote_part(remote, repo, settings, clock))
 
-    # --- token, access, pool ------------------------------------------------------
-    pool: str | None = None
-    session = None
-    ledger_before: list[Any] = []
-    access_part: list[Check] = []
     if settings is None:
-        from .forge.auth import find_token
-
-        api = repo.config_get("sluice.api") or DEFAULT_API
-        try:
-            found = find_token(api)
-        except Exception:
-            found = None
-        if found is not None:
-            secrets.append(found[0])
-        token_part = [token_check(found[1] if found else None, api)]
-        access_part = [
-            Check(
-                "remote, token access, leases",
-                "warn",
-                "not checked: the configuration above must be fixed first",
-                "fix the failed config key, then run git sluice doctor again",
-            )
-        ]
+        token_part = _guarded("token", lambda: _token_without_settings(repo, secrets))
     else:
-        from .forge.auth import AppAuthError, NoCredentials
         from .session import open_session
 
-        token_part = []
         try:
             session = open_session(
                 root_of(repo), clock=clock, need_branches=need_branches, transport=transport, store=store
             )
-        except NoCredentials:
-            token_part = [token_check(None, settings.api)]
-            access_part = [access_check(settings.repository)]
         except SluiceError as exc:
-            token_part = [token_check(None, settings.api, error=str(exc))]
-            access_part = [access_check(settings.repository)]
-        if session is not None:
-            credentials = session.credentials
-            value = getattr(credentials, "value", None)
-            if isinstance(value, str):
-                secrets.append(value)
-            token_part = [token_check(credentials.source, settings.api)]
-            try:
-                if store is not None:
-                    ledger_before = store.budget()
-                pool = session.forge.pool
-                owner, name = settings.repository.split("/", 1)
-                answer = session.forge.get(f"repos/{owner}/{name}")
-                access_part = [
-                    access_check(
-                        settings.repository,
-                        status=answer.status,
-                        not_modified=answer.not_modified,
-                        source=credentials.source,
-                    )
-                ]
-            except AllowanceSpent as exc:
-                access_part = [access_check(settings.repository, paused=exc)]
-            except ForgeUnavailable as exc:
-                access_part = [access_check(settings.repository, error=exc.reason)]
-            except AppAuthError as exc:
-                token_part = [token_check(None, settings.api, error=str(exc))]
-            except SluiceError as exc:
-                access_part = [access_check(settings.repository, error=str(exc))]
-            token = getattr(credentials, "_token", None)  # an App's minted token, held in memory
-            if isinstance(token, str):
-                secrets.append(token)
-
-    # --- hooks and the refspec ----------------------------------------------------------
-    hooks_part = _guarded("hooks", lambda: [hook_check(state) for state in gather_hooks(repo)])
-    refspec_part = _guarded(
-        "fetch refspec", lambda: [refspec_check(remote_name, repo.config_get_all(f"remote.{remote_name}.fetch"))]
-    )
-
-    # --- leases -------------------------------------------------------------------
-    lease_part: list[Check] = []
-    if settings is not None and remote is not None:
-        keeper_settings = settings
-
-        def leases() -> list[Check]:
-            keeper = LeaseKeeper(
-                repo, remote, host=keeper_settings.host, role="step", lease=keeper_settings.lease, clock=clock
+            token_part = _no_session(exc, settings)
+    try:
+        if session is not None and settings is not None:
+            live = session
+            token_part = _guarded("token", lambda: _token_and_access(live, settings, store, gathered, secrets))
+        hooks_part = _guarded("hooks", lambda: [hook_check(state) for state in gather_hooks(repo)])
+        refspec_part = _guarded(
+            "fetch refspec",
+            lambda: [refspec_check(remote_name, repo.config_get_all(f"remote.{remote_name}.fetch"))],
+        )
+        lease_part: list[Check] = []
+        if settings is not None and remote is not None:
+            lease_part = _guarded("lease", lambda: _lease_part(repo, remote, settings, clock))
+        state_part: list[Check] = []
+        if store is not None:
+            pool = gathered.pool
+            state_part = _guarded("pause", lambda: pause_checks(store.pauses(), clock.time(), pool))
+            state_part += _guarded(
+                "budget", lambda: _budget_part(diagnosis, repo, settings, session, store, gathered, clock)
             )
-            views = keeper.read_all(list(keeper_settings.branches))
-            return [lease_check(view) for view in views.values()]
+    finally:
+        if session is not None:
+            session.close()
+    diagnosis.checks.extend(token_part + hooks_part + refspec_part + remote_part + lease_part + state_part)
 
-        lease_part = _guarded("lease", leases)
 
-    # --- pauses, budget, projection -----------------------------------------------
-    pause_part: list[Check] = []
-    budget_part: list[Check] = []
-    projection_part: list[Check] = []
-    if store is not None:
-        pause_part = _guarded("pause", lambda: pause_checks(store.pauses(), clock.time(), pool))
-        try:
-            lines = ledger_budget(store.budget(), pool)
-            empty_before = pool is not None and not any(row.pool == pool for row in ledger_before)
-            if session is not None and pool is not None and empty_before:
-                advisory = _rate_limit_lines(session, pool, clock)
-                if advisory:
-                    lines = advisory + [line for line in lines if not line.this_repository]
-            diagnosis.budget = lines
-            budget_part = [budget_check(line, clock.time()) for line in lines]
-            if not lines:
-                budget_part = [Check("budget", "ok", "nothing seen yet: no call made on this host")]
-        except SluiceError as exc:
-            budget_part = [Check("budget", "fail", str(exc))]
-        if settings is not None:
-            from .intake.round import RoundsLog
+def _remote_part(remote: Any, repo: Any, settings: Settings, clock: Clock) -> list[Check]:
+    """Reachable (a fetch of refs/sluice/*), then accepting (a scratch ref created and deleted)."""
+    try:
+        remote.fetch()
+    except SluiceError as exc:
+        return remote_checks(settings.remote, str(exc), None)
+    try:
+        trial = scratch_trial(remote, repo, settings.host, clock)
+    except Exception as exc:  # a local object-store problem, say: report it as the trial's outcome
+        trial = ScratchTrial(SCRATCH_PREFIX + settings.host, False, False, f"{type(exc).__name__}: {exc}")
+    return remote_checks(settings.remote, None, trial)
 
-            rounds = RoundsLog(repo.sluice_dir).load()
-            diagnosis.projection = project(settings.branches, settings.discovery, rounds, diagnosis.budget)
-            projection_part = projection_checks(diagnosis.projection)
 
-    if session is not None:
-        session.close()
-    checks.extend(
-        token_part + access_part + hooks_part + refspec_part + remote_part + lease_part
-        + pause_part + budget_part + projection_part
-    )
+def _token_without_settings(repo: Any, secrets: list[str]) -> list[Check]:
+    """The configuration is refused: still say whether (and where) a token is found."""
+    from .forge.auth import find_token
+
+    api = repo.config_get("sluice.api") or DEFAULT_API
+    found = find_token(api)
+    if found is not None:
+        secrets.append(found[0])
+    return [
+        token_check(found[1] if found else None, api),
+        Check(
+            "remote, token access, leases",
+            "warn",
+            "not checked: the configuration above must be fixed first",
+            "fix the failed config key, then run git sluice doctor again",
+        ),
+    ]
+
+
+def _no_session(exc: SluiceError, settings: Settings) -> list[Check]:
+    from .forge.auth import NoCredentials
+
+    if isinstance(exc, NoCredentials):
+        return [token_check(None, settings.api), access_check(settings.repository)]
+    return [token_check(None, settings.api, error=str(exc)), access_check(settings.repository)]
+
+
+def _token_and_access(
+    session: Any, settings: Settings, store: Any, gathered: _Gathered, secrets: list[str]
+) -> list[Check]:
+    """Where the token came from, and one (conditional) GET of the repository with it."""
+    from .forge.auth import AppAuthError
+    from .forge.client import ForgeUnavailable
+
+    credentials = session.credentials
+    value = getattr(credentials, "value", None)
+    if isinstance(value, str):
+        secrets.append(value)
+    token = token_check(credentials.source, settings.api)
+    try:
+        if store is not None:
+            gathered.ledger_before = store.budget()
+        gathered.pool = session.forge.pool
+        owner, name = settings.repository.split("/", 1)
+        answer = session.forge.get(f"repos/{owner}/{name}")
+        access = access_check(
+            settings.repository, status=answer.status, not_modified=answer.not_modified, source=credentials.source
+        )
+    except AllowanceSpent as exc:
+        access = access_check(settings.repository, paused=exc)
+    except ForgeUnavailable as exc:
+        access = access_check(settings.repository, error=exc.reason)
+    except AppAuthError as exc:
+        token, access = token_check(None, settings.api, error=str(exc)), access_check(settings.repository)
+    except SluiceError as exc:
+        access = access_check(settings.repository, error=str(exc))
+    finally:
+        minted = getattr(credentials, "_token", None)  # an App's installation token, held in memory
+        if isinstance(minted, str):
+            secrets.append(minted)
+    return [token, access]
+
+
+def _lease_part(repo: Any, remote: Any, settings: Settings, clock: Clock) -> list[Check]:
+    from .remote.leases import LeaseKeeper
+
+    keeper = LeaseKeeper(repo, remote, host=settings.host, role="step", lease=settings.lease, clock=clock)
+    return [lease_check(view) for view in keeper.read_all(list(settings.branches)).values()]
+
+
+def _budget_part(
+    diagnosis: Diagnosis,
+    repo: Any,
+    settings: Settings | None,
+    session: Any,
+    store: Any,
+    gathered: _Gathered,
+    clock: Clock,
+) -> list[Check]:
+    """The ledger's figures (or GET /rate_limit's, on a host that has seen nothing), then the projection."""
+    from .intake.round import RoundsLog
+
+    pool = gathered.pool
+    lines = ledger_budget(store.budget(), pool)
+    knew_nothing = pool is not None and not any(row.pool == pool for row in gathered.ledger_before)
+    if session is not None and knew_nothing:
+        assert pool is not None
+        advisory = _rate_limit_lines(session, pool, clock)
+        if advisory:
+            lines = advisory + [line for line in lines if line.this_repository is False]
+    diagnosis.budget = lines
+    checks = [budget_check(line, clock.time()) for line in lines]
+    if not lines:
+        checks = [Check("budget", "ok", "nothing seen yet: no call made on this host")]
+    if settings is not None:
+        rounds = RoundsLog(repo.sluice_dir).load()
+        diagnosis.projection = project(settings.branches, settings.discovery, rounds, diagnosis.budget)
+        checks += projection_checks(diagnosis.projection)
+    return checks
 
 
 def _rate_limit_lines(session: Any, pool: str, clock: Clock) -> list[BudgetLine]:
