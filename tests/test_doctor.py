@@ -26,12 +26,16 @@ from git_sluice.doctor import (
     BudgetLine,
     Check,
     Diagnosis,
+    HookState,
+    ScratchTrial,
     budget_check,
     diagnose,
     git_version_check,
+    hook_check,
     lease_check,
     project,
     projection_checks,
+    remote_checks,
 )
 from git_sluice.double.testing import ServedDouble
 from git_sluice.forge.hoststore import HostStore, Wait
@@ -338,6 +342,26 @@ def test_lease_lines() -> None:
     assert lapsed.status == "warn" and "lapsed" in lapsed.found
     mine = lease_check(view(holder="host-a", mine=True, live=False, age=600.0))
     assert mine.status == "warn" and "git sluice drive" in mine.advice
+
+
+def test_hook_lines_for_config_defined_hooks_and_unrunnable_chains() -> None:
+    base = dict(name="pre-push", path="/r/.git/hooks/pre-push", exists=True, ours=True, current=True,
+                legacy=None, legacy_runs=False, shared_dir=False)
+    assert hook_check(HookState(**base)).status == "ok"  # type: ignore[arg-type]
+    stale = hook_check(HookState(**{**base, "current": False}))  # type: ignore[arg-type]
+    assert stale.status == "warn" and "git sluice setup" in stale.advice
+    dead = hook_check(HookState(**{**base, "legacy": "/r/.git/hooks/pre-push.legacy"}))  # type: ignore[arg-type]
+    assert dead.status == "warn" and "chmod +x" in dead.advice
+    config = {**base, "exists": False, "ours": False, "config_section": "hook.sluice-pre-push"}
+    assert hook_check(HookState(**{**config, "config_listed": True, "config_current": True})).status == "ok"  # type: ignore[arg-type]
+    assert hook_check(HookState(**config)).status == "fail"  # type: ignore[arg-type]
+
+
+def test_a_scratch_ref_left_behind_is_a_warning_with_the_command_to_remove_it() -> None:
+    trial = ScratchTrial("refs/sluice/doctor/h", created=True, deleted=False, words="stale info")
+    checks = remote_checks("origin", None, trial)
+    assert [c.status for c in checks] == ["ok", "warn"]
+    assert "git push origin :refs/sluice/doctor/h" in checks[1].advice
 
 
 def test_budget_lines_warn_when_spent_or_nearly() -> None:
