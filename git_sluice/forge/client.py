@@ -315,7 +315,7 @@ class Forge:
             if verdict.kind in ("ok", "spent_ok") and status != 304 and body and not _parses(body):
                 # GitHub's API speaks JSON; an HTML "unicorn" page or a cut body is a failure
                 verdict = replace(verdict, kind="failure", reason=f"unparsable answer body ({status})")
-            counted, cost = self._cost(status, verdict, body)
+            counted, cost = self._cost(status, verdict, body, path)
             self.store.record_rate(
                 permit.pool, verdict.resource, rules.parse_rate_headers(answer_headers), counted=counted, cost=cost
             )
@@ -365,10 +365,10 @@ class Forge:
                 self.kept.confirm(self.kept.meta(address), now)
             return Answer(status, answer_headers, body, url, counted=counted)
 
-    def _cost(self, status: int, verdict: rules.Verdict, body: bytes) -> tuple[bool, int]:
+    def _cost(self, status: int, verdict: rules.Verdict, body: bytes, path: str) -> tuple[bool, int]:
         """Whether GitHub counted the call, and what it cost (points for GraphQL)."""
-        if status == 304 or verdict.kind == "throttle" or status >= 500:
-            return False, 0
+        if status == 304 or verdict.kind == "throttle" or status >= 500 or path.endswith("/rate_limit"):
+            return False, 0  # GitHub counts neither a 304 nor GET /rate_limit
         if verdict.resource == "graphql":
             try:
                 cost = jsonlib.loads(body)["data"]["rateLimit"]["cost"]
