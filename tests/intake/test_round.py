@@ -343,3 +343,50 @@ def test_bad_configuration_is_refused_before_any_call(clone: Path, github: Serve
     done = subprocess.run([sys.executable, "-m", "git_sluice", "intake"], cwd=clone, capture_output=True, text=True)
     assert done.returncode == 2 and "sluice.branch" in done.stderr
     assert gh.requests(since=mark) == 0
+
+
+def test_status_shows_counts_last_round_and_a_rate_limited_forge_with_its_end(
+    session: Session, github: ServedDouble, clone: Path
+) -> None:
+    gh = github.gh
+    ready_pr(gh, "a")
+    gh.open_pr(REPO, head_ref="wip", draft=True)
+    one_round(session)
+    past_interval(github, session)
+    gh.fault("secondary", path="pulls", times=1, retry_after=600)
+    with pytest.raises(AllowanceSpent):
+        one_round(session)
+    clock_file = clone.parent / "clock"
+    clock_file.write_text(repr(github.clock.time()))
+    env = dict(os.environ, GIT_SLUICE_TEST_CLOCK=str(clock_file))
+    done = subprocess.run([sys.executable, "-m", "git_sluice", "status", "--json"], cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    (branch,) = data["branches"]
+    assert branch["counts"]["ready"] == 1 and branch["counts"]["draft"] == 1
+    assert branch["last_round"]["outcome"] == "paused"
+    core = next(p for p in data["pools"] if p["resource"] == "core")
+    assert core["forge"] == "rate-limited" and core["pause"]["until"] == pytest.approx(github.clock.time() + 600, abs=2)
+    assert core["limit"] == 5000 and core["counted_last_hour"] >= 1
+    text = subprocess.run([sys.executable, "-m", "git_sluice", "status"], cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=60).stdout
+    assert "rate-limited until" in text and "(in 10 min" in text
+
+
+def test_a_host_that_cannot_reach_the_remote_keeps_its_pause_and_works_locally(
+    session: Session, github: ServedDouble, clone: Path
+) -> None:
+    gh = github.gh
+    ready_pr(gh, "a")
+    one_round(session)
+    git(clone, "remote", "set-url", "origin", str(clone.parent / "gone.git"))
+    past_interval(github, session)
+    gh.fault("secondary", path="pulls", times=1, retry_after=300)
+    with pytest.raises(AllowanceSpent):
+        one_round(session)  # the fetch fails, the pause is published nowhere: still kept here
+    mark = gh.mark()
+    with pytest.raises(AllowanceSpent):
+        session.forge.get("repos/o/r")
+    assert gh.requests(since=mark) == 0
+    assert entries(session)  # the queue stays readable

@@ -296,12 +296,10 @@ def test_a_wait_takes_the_mark_where_no_driver_lives_and_a_driver_takes_it_at_on
     assert record.holder == "host-a" and record.role == "driver"
     gh.review(REPO, n, "carol", "APPROVED")
     gh.set_mergeable(REPO, n, "MERGEABLE")
-    for _ in range(20):
-        if not thread.is_alive():
-            break
-        stepped.step()
-        time.sleep(0.05)
-        thread.join(timeout=5)
+    deadline = time.monotonic() + 60
+    while thread.is_alive() and time.monotonic() < deadline:
+        if stepped.sleeping.wait(0.2):
+            stepped.step()  # one sleep of the wait's loop (at most a second of its clock)
     thread.join(timeout=30)
     assert "error" not in result, result
     outcome = result["wait"]
