@@ -152,6 +152,17 @@ def decide(
     return list(dict.fromkeys(reasons))
 
 
+def step_reason(reasons: Sequence[str]) -> str:
+    """The reason the round is given: ``push`` makes it ask GitHub at once (design §7).
+
+    A push to a request's head moves nothing the round could see locally, so it
+    must say so. A fetch needs no word: the round sees the branch's revision
+    move by itself, and a movement an earlier round already took in asks
+    nothing again.
+    """
+    return "push" if any(reason.startswith("push") for reason in reasons) else "hook"
+
+
 def _short(ref: str) -> str:
     return ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else ref
 
@@ -473,6 +484,33 @@ def _ref_state(repo: Any, refs: Sequence[str]) -> str:
     return " ".join(shown)
 
 
+def hook_step(repo: Any, *, reason: str) -> Any:
+    """The round a hook asks for: ``intake.step.run_step`` without touching the user's refs.
+
+    ``run_step`` fetches the branches into ``refs/remotes/<remote>/*``. From a
+    hook that races the user's own next ``git fetch`` for the same ref locks
+    (their fetch fails with "cannot lock ref") and takes their fetch's news
+    away (it then prints nothing). A hook round needs no such fetch: a fetch
+    that asked for it has just brought the branch and ``refs/sluice/*`` (the
+    refspec setup adds), and a push updated the branch's tracking ref itself.
+    After a push only ``refs/sluice/*`` is fetched, for the leases and pause
+    notes; the user's own refs are never written.
+    """
+    from .intake.step import run_rounds
+    from .session import adopt_notes, fetch_and_adopt, open_session
+
+    path = repo.workdir if repo.workdir is not None else repo.git_dir
+    with open_session(path) as session:
+        if reason == "push":
+            fetch_and_adopt(session)
+        else:
+            adopt_notes(session)
+        reports = run_rounds(session, reason=reason, fetch=False)
+    for report in reports:
+        log.info("round %s", report.summary())
+    return reports
+
+
 def run_round(repo: Any, sluice_dir: Path, reasons: Sequence[str], clock: Clock, step: Step) -> bool:
     """One round for every configured branch; a failure is logged and kept, never raised."""
     reason = "; ".join(reasons) or "hook"
@@ -483,7 +521,7 @@ def run_round(repo: Any, sluice_dir: Path, reasons: Sequence[str], clock: Clock,
         state = ""
     write_log(sluice_dir, clock, f"hook round start reason={reason} {state}")
     try:
-        step(repo, reason=reason)
+        step(repo, reason=step_reason(reasons))
     except Exception as exc:
         record_failure(sluice_dir, clock, reason=reason, error=exc)
         write_log(sluice_dir, clock, f"hook round end failed: {type(exc).__name__}: {exc}")
@@ -564,11 +602,7 @@ def run_hook_round(
         if not reasons:
             return 0
         ask(sluice_dir, reasons)
-        if step is None:
-            from .intake.step import run_step
-
-            step = run_step
-        return drain(repo, sluice_dir, clock, step)
+        return drain(repo, sluice_dir, clock, step or hook_step)
     except Exception as exc:
         try:
             record_failure(sluice_dir, clock, reason="hook runner", error=exc)

@@ -110,8 +110,16 @@ class Report:
 
 
 def script(name: str) -> bytes:
-    """The hook script as shipped in the package (``hooks/`` in the source tree)."""
-    return importlib.resources.files("git_sluice.hookscripts").joinpath(name).read_bytes()
+    """The hook script as shipped in the package (``hooks/`` in the source tree).
+
+    An installed package has them as ``git_sluice.hookscripts``; code imported
+    straight from a source checkout (tests run from the tree over a regular
+    install) finds them in the top-level ``hooks/`` folder beside the package.
+    """
+    try:
+        return importlib.resources.files("git_sluice.hookscripts").joinpath(name).read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError):
+        return (Path(__file__).resolve().parent.parent / "hooks" / name).read_bytes()
 
 
 def parse_git_version(text: str) -> tuple[int, ...]:

@@ -154,6 +154,8 @@ def build_world(root: Path, *, with_setup: bool = True, api_port: int | None = N
     _write_shim(bin_dir, counter)
     env = dict(os.environ)
     env["PATH"] = f"{bin_dir}{os.pathsep}{base_path()}"
+    # a token, so rounds get as far as calling the (unreachable) API
+    env["GH_TOKEN"] = "ghp_" + "hooktest" * 4 + "0000"
     remote = root / "remote.git"
     seed = root / "seed"
     work = root / "work"

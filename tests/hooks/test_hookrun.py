@@ -65,6 +65,11 @@ def test_what_asks_for_a_round() -> None:
     assert decide(hookrun.HookCall("pre-push", ("refs/tags/feature",), "origin", None), heads={"feature"}) == []
 
 
+def test_a_push_tells_the_round_to_ask_at_once() -> None:
+    assert hookrun.step_reason(["fetch refs/remotes/origin/main", "push request head refs/heads/x to fork"]) == "push"
+    assert hookrun.step_reason(["fetch refs/remotes/origin/main", "fetch refs/sluice/intake/main"]) == "hook"
+
+
 def test_heads_file_is_read_leniently() -> None:
     text = f"main 7 feature {SHA}\nmain x broken {SHA}\n\nmain 9 fix/it\n\x00\xff junk\n"
     assert hookrun.parse_heads(text) == {"feature", "fix/it"}
@@ -118,7 +123,7 @@ def test_an_ask_made_during_a_round_runs_one_more_round(world: World, repo: Repo
     hookrun.ask(sluice, ["push refs/heads/main to origin"])
     rounds = hookrun.drain(repo, sluice, FakeClock(), step)
     assert rounds == 2
-    assert seen == ["push refs/heads/main to origin", "fetch refs/remotes/origin/main"]
+    assert seen == ["push", "hook"]  # the step's reasons; the log keeps the detail
     assert not list(sluice.glob("hook-ask.*"))
     starts = [line for line in world.log_lines() if "hook round start" in line]
     assert len(starts) == 2
@@ -144,7 +149,7 @@ def test_while_another_runner_holds_the_lock_the_ask_waits_for_it(world: World, 
     assert result == [0] and ran == []
     assert list(sluice.glob("hook-ask.*"))  # still there for the holder
     assert hookrun.drain(repo, sluice, FakeClock(), lambda r, *, reason: ran.append(reason)) == 1
-    assert ran == ["fetch refs/remotes/origin/main"]
+    assert ran == ["hook"]
 
 
 def test_a_failing_round_is_recorded_and_a_later_good_one_says_recovered(world: World, repo: Repo) -> None:
@@ -178,7 +183,8 @@ def test_an_orphaned_inbox_is_taken_in_by_the_next_runner(world: World, repo: Re
     rounds = hookrun.run_hook_round(
         repo, wait_pid=None, inbox=None, clock=FakeClock(), step=lambda r, *, reason: reasons.append(reason)
     )
-    assert rounds == 1 and reasons == ["fetch refs/remotes/origin/main"]
+    assert rounds == 1 and reasons == ["hook"]
+    assert "reason=fetch refs/remotes/origin/main" in world.rounds()[-1]
     assert not (sluice / f"hook-in.{dead.pid}").exists()
     assert alive.exists()
 
@@ -204,7 +210,7 @@ def test_the_runner_waits_for_the_git_command_before_it_reads(world: World, repo
     rounds = hookrun.run_hook_round(
         repo, wait_pid=git_like.pid, inbox=inbox, clock=clock, step=lambda r, *, reason: reasons.append(reason)
     )
-    assert len(slept) >= 5 and rounds == 1 and reasons == ["fetch refs/remotes/origin/main"]
+    assert len(slept) >= 5 and rounds == 1 and reasons == ["hook"]
 
 
 def test_only_our_own_inboxes_are_claimed(world: World, repo: Repo, tmp_path: Path) -> None:

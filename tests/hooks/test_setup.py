@@ -202,6 +202,7 @@ def test_core_hooks_path_is_named_and_other_repositories_are_left_alone(make_wor
 
 def test_json_report_names_the_token_source_and_never_the_token(make_world) -> None:  # type: ignore[no-untyped-def]
     world: World = make_world(with_setup=False)
+    world.env.pop("GH_TOKEN")
     token = "ghp_" + "S3cr3t" * 6
     env = dict(world.env, GH_TOKEN=token)
     proc = world.run(str(world.bin / "git-sluice"), "setup", "--json", env=env)
