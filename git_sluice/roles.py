@@ -22,7 +22,6 @@ from .intake.queue import derive_state
 from .intake.round import RoundReport
 from .intake.step import branch_refspecs, intake_for
 from .remote.git import RemoteRefused, RemoteUnreachable
-from .remote.leases import LeaseKeeper
 from .session import Session, fetch_and_adopt
 
 log = logging.getLogger("git_sluice")
@@ -219,7 +218,7 @@ def wait_for(
                 state = _follow_by_round(session, intake, branch, number, wait_deadline)
                 interval = min(session.settings.discovery, session.settings.lease / 3)
             else:
-                state = _follow_alone(session, owner, name, number, wait_deadline)
+                state = _follow_alone(session, intake, number, wait_deadline)
                 interval = session.settings.discovery / 4
             if state is not None:
                 tell(f"#{number}: {state}")
@@ -246,12 +245,10 @@ def _follow_by_round(session: Session, intake: Any, branch: str, number: int, de
     return _closed_state(session, number, deadline)
 
 
-def _closed_state(session: Session, number: int, deadline: float | None) -> str | None:
-    owner, name = session.owner_name
-    answer = session.forge.get(f"repos/{owner}/{name}/pulls/{number}", wait=True, deadline=deadline)
-    if answer.status == 404:
+def _ended(pr: dict[str, Any] | None) -> str | None:
+    """merged / closed by GitHub's word on the request (None: still open, or gone = closed)."""
+    if pr is None:
         return "closed"
-    pr = answer.raise_for_status().json()
     if pr.get("merged_at") or pr.get("merged"):
         return "merged"
     if pr.get("state") == "closed":
@@ -259,25 +256,31 @@ def _closed_state(session: Session, number: int, deadline: float | None) -> str 
     return None
 
 
-def _follow_alone(session: Session, owner: str, name: str, number: int, deadline: float | None) -> str | None:
-    """Another host takes the branch in: follow our own request by GitHub's word, conditionally."""
+def _pull(session: Session, number: int, deadline: float | None) -> tuple[dict[str, Any] | None, bool]:
+    """The request by a conditional GET: (its JSON or None when deleted, whether it was unchanged)."""
+    owner, name = session.owner_name
     answer = session.forge.get(f"repos/{owner}/{name}/pulls/{number}", wait=True, deadline=deadline)
     if answer.status == 404:
-        return "closed"
-    pr = answer.raise_for_status().json()
-    if pr.get("merged_at") or pr.get("merged"):
-        return "merged"
-    if pr.get("state") == "closed":
-        return "closed"
+        return None, False
+    return answer.raise_for_status().json(), answer.from_kept
+
+
+def _closed_state(session: Session, number: int, deadline: float | None) -> str | None:
+    return _ended(_pull(session, number, deadline)[0])
+
+
+def _follow_alone(session: Session, intake: Any, number: int, deadline: float | None) -> str | None:
+    """Another host takes the branch in: follow our own request by GitHub's word, conditionally."""
+    pr, unchanged = _pull(session, number, deadline)
+    ended = _ended(pr)
+    if ended is not None or pr is None:
+        return ended
     if pr.get("draft"):
         return "draft"
-    sha = str(pr["head"]["sha"])
-    checks_moved = False
-    for suffix in ("check-runs", "status"):
-        checks = session.forge.get(f"repos/{owner}/{name}/commits/{sha}/{suffix}", wait=True, deadline=deadline)
-        checks_moved = checks_moved or (checks.status == 200 and not checks.from_kept)
-    if answer.from_kept and not checks_moved:
+    checks_moved = intake.checks_moved(str(pr["head"]["sha"]), wait=True, deadline=deadline)
+    if unchanged and not checks_moved:
         return None  # nothing moved: no GraphQL read
+    owner, name = session.owner_name
     result = gq.read_all(
         lambda q, v: session.forge.graphql(q, v, wait=True, deadline=deadline), owner, name, [number]
     )

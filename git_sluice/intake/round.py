@@ -219,7 +219,7 @@ class Intake:
         plan = plan_readings(items, doc.entries, discovery=True, now=self.clock.time(), base_moved=base_moved)
         checked = [
             number for number in plan.to_check
-            if self._checks_moved(doc.entries[number].head_sha, wait=wait, deadline=deadline)
+            if self.checks_moved(doc.entries[number].head_sha, wait=wait, deadline=deadline)
         ]
         to_read = set(plan.query_numbers(checked))
         result = gq.ParseResult()
@@ -258,7 +258,7 @@ class Intake:
         for number in sorted(to_read & set(entries)):
             entry = entries[number]
             if needs_recheck(entry) and not self._has_baseline(entry.head_sha):
-                self._checks_moved(entry.head_sha, wait=wait, deadline=deadline)
+                self.checks_moved(entry.head_sha, wait=wait, deadline=deadline)
         report.left = sorted(set(doc.entries) - set(entries))
         doc.entries = entries
         doc.repository = self.repository
@@ -295,7 +295,7 @@ class Intake:
             for suffix in ("check-runs", "status")
         )
 
-    def _checks_moved(self, sha: str, *, wait: bool, deadline: float | None) -> bool:
+    def checks_moved(self, sha: str, *, wait: bool, deadline: float | None) -> bool:
         """Conditional GETs of a head's check runs and combined status: free while nothing changed."""
         moved = False
         for suffix in ("check-runs", "status"):
