@@ -185,7 +185,6 @@ def wait_for(
     deadline = clock.time() + timeout if timeout is not None else None
     branch = find_branch(session, number)
     intake, keeper = intake_for(session, role="wait")
-    owner, name = session.owner_name
     history: list[str] = []
     last_said: str | None = None
     took = False
