@@ -30,9 +30,14 @@ def setup(undo: bool, as_json: bool) -> None:
     try:
         repo = Repo.discover()
         report = installer.undo(repo) if undo else installer.install(repo)
-    except SluiceError as exc:
-        click.echo(f"git-sluice: {exc}", err=True)
-        raise SystemExit(exc.exit_code) from None
+    except (SluiceError, OSError) as exc:
+        # OSError: a hooks folder or config file we may not write (permissions, a full disk)
+        code = exc.exit_code if isinstance(exc, SluiceError) else 1
+        message = str(exc) if isinstance(exc, SluiceError) else f"cannot change {exc.filename or 'a file'}: {exc.strerror}"
+        if as_json:
+            click.echo(json.dumps({"error": message, "exit_code": code}, indent=2))
+        click.echo(f"git-sluice: {message}", err=True)
+        raise SystemExit(code) from None
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))
         return

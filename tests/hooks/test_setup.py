@@ -322,3 +322,14 @@ def test_describe_tells_doctor_what_is_installed(make_world) -> None:  # type: i
     }
     assert now["hooks"]["reference-transaction"]["chained"] is False
     assert now["refspec"]["present"] and now["recorded"] and not now["config_hooks_run"]
+
+
+def test_a_hooks_folder_it_cannot_write_is_an_error_not_a_crash(make_world) -> None:  # type: ignore[no-untyped-def]
+    world: World = make_world(with_setup=False)
+    blocked = world.root / "blocked"
+    blocked.write_text("a file where the hooks folder should be\n")
+    world.git("config", "core.hooksPath", str(blocked / "hooks"))
+    proc = world.sluice("setup", "--json")
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["exit_code"] == 1
+    assert proc.stderr.startswith("git-sluice: cannot change") and "Traceback" not in proc.stderr
