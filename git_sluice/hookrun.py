@@ -54,7 +54,7 @@ WARNED_NAME = "hook-warned"
 WAIT_LIMIT = 3600.0
 """How long a runner waits for its git command (a slow push) before it goes on anyway."""
 
-# the files git reads config from; the hooks compare their mtimes with the filter's
+# set by git for its hooks, relative to the hook's cwd: they must not reach the round's git
 _REPO_SELECTING_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_PREFIX")
 
 Step = Callable[..., Any]
