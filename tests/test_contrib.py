@@ -176,3 +176,31 @@ def test_the_launchd_agent_restarts_on_failure_only() -> None:
     assert agent["KeepAlive"] == {"SuccessfulExit": False}
     assert agent["RunAtLoad"] is True and agent["ThrottleInterval"] >= 10
     assert Path(agent["WorkingDirectory"]).is_absolute()  # launchd expands no ~
+
+
+# ------------------------------------------------------------- completions
+
+GIT_BASH_COMPLETION = Path("/usr/share/bash-completion/completions/git")
+
+
+@pytest.mark.skipif(not GIT_BASH_COMPLETION.is_file() or shutil.which("bash") is None,
+                    reason="bash or git's bash completion is not installed")
+def test_bash_completes_both_git_sluice_and_git_space_sluice() -> None:
+    bindir = Path(sys.executable).parent
+    if not (bindir / "git-sluice").exists():
+        pytest.skip("git-sluice is not installed beside this Python")
+    script = f"""
+source {GIT_BASH_COMPLETION}
+source {ROOT / 'contrib' / 'completions' / 'git-sluice.bash'}
+COMP_WORDS=(git-sluice st); COMP_CWORD=1; COMPREPLY=()
+_git_sluice_completion git-sluice st git-sluice
+echo "direct:${{COMPREPLY[*]}}"
+COMP_LINE="git sluice intake --w"; COMP_POINT=${{#COMP_LINE}}
+COMP_WORDS=(git sluice intake --w); COMP_CWORD=3; COMPREPLY=()
+__git_wrap__git_main
+echo "git:${{COMPREPLY[*]}}"
+"""
+    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert "direct:status" in done.stdout, done.stdout + done.stderr
+    assert "git:--wait " in done.stdout, done.stdout + done.stderr
