@@ -82,7 +82,7 @@ def test_the_process_prints_its_url_first_and_serves_the_scenario(
     assert [c["status"] for c in ledger["calls"]] == [200, 200, 404, 200] and ledger["next"] == 4
 
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=10) == 0
+    assert proc.wait(timeout=60) == 0  # generous: a loaded machine is slow to schedule it
 
 
 def test_a_broken_scenario_exits_2_naming_the_entry(tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_sigint_stops_it_too(tmp_path: Path, http: httpx.Client) -> None:
         url = _first_line(proc).strip()
         assert http.get(f"{url}/rate_limit").status_code == 200
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=60) == 0  # generous: a loaded machine is slow to schedule it
     finally:
         if proc.poll() is None:
             proc.kill()
