@@ -1,4 +1,5 @@
-"""A step: one round per configured branch, then exit (``git sluice intake`` and every hook run).
+"""A step: one round per configured branch, then exit (``git sluice intake``; the hooks'
+rounds go through :func:`git_sluice.hookrun.hook_step`, which fetches less).
 
 A step reads the lease and the pause notes in the fetch it makes anyway
 (``refs/sluice/*`` plus the branch), never pushes a mark, and takes a branch in
@@ -9,10 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
 from ..remote.leases import LeaseKeeper
-from ..session import Session, fetch_and_adopt, open_session
+from ..session import Session, fetch_and_adopt
 from .round import Intake, RoundReport
 
 log = logging.getLogger("git_sluice")
@@ -61,13 +61,3 @@ def run_rounds(
         fetch_and_adopt(session, *branch_refspecs(session, chosen))
     intake, _ = intake_for(session)
     return [intake.round(branch, reason=reason, wait=wait, deadline=deadline) for branch in chosen]
-
-
-def run_step(repo: object, *, reason: str) -> list[RoundReport]:
-    """The hooks' entry: one round for every configured branch of ``repo``; raises on failure."""
-    path = getattr(repo, "workdir", None) or getattr(repo, "git_dir", None) or Path(str(repo))
-    with open_session(path) as session:
-        reports = run_rounds(session, reason=reason)
-    for report in reports:
-        log.info("round %s", report.summary())
-    return reports

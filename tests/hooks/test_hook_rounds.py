@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import World
+from tests.hooks.conftest import World
 
 
 def _head(world: World, ref: str, cwd: Path | None = None) -> str:

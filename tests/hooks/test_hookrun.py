@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from conftest import World
+from tests.hooks.conftest import World
 from git_sluice import hookrun
 from git_sluice.clock import FakeClock
 from git_sluice.errors import ConfigError

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import World, base_path
+from tests.hooks.conftest import World, base_path
 
 
 @pytest.fixture(autouse=True)

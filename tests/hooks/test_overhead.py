@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import World
+from tests.hooks.conftest import World
 
 REPS = 21
 LIMIT = 0.020

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import World
+from tests.hooks.conftest import World
 from git_sluice import setup as installer
 from git_sluice.repo import Repo
 
