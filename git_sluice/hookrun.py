@@ -485,9 +485,9 @@ def _ref_state(repo: Any, refs: Sequence[str]) -> str:
 
 
 def hook_step(repo: Any, *, reason: str) -> Any:
-    """The round a hook asks for: ``intake.step.run_step`` without touching the user's refs.
+    """The round a hook asks for: ``intake.step.run_rounds`` without touching the user's refs.
 
-    ``run_step`` fetches the branches into ``refs/remotes/<remote>/*``. From a
+    A plain step fetches the branches into ``refs/remotes/<remote>/*``. From a
     hook that races the user's own next ``git fetch`` for the same ref locks
     (their fetch fails with "cannot lock ref") and takes their fetch's news
     away (it then prints nothing). A hook round needs no such fetch: a fetch
