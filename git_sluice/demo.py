@@ -137,7 +137,9 @@ def run_demo(*, keep: bool = False, say: Say = print) -> DemoResult:
             host_a, host_b = _make_hosts(root, server.url)
 
             def session_for(path: Path, name: str) -> Session:
-                store = HostStore(root / "home" / f"{name}.sqlite3", clock=clock)
+                # host-a keeps its state where git sluice status looks (the demo's own XDG_STATE_HOME);
+                # host-b, another machine in the story, keeps its own beside it
+                store = HostStore(None if name == "host-a" else root / "home" / f"{name}.sqlite3", clock=clock)
                 stack.callback(store.close)
                 return stack.enter_context(open_session(path, clock=clock, store=store))
 
@@ -247,6 +249,8 @@ def run_demo(*, keep: bool = False, say: Say = print) -> DemoResult:
                 f"{gh.counted(pool, 'graphql')} GraphQL points for {len(gh.ledger)} calls made.")
             if keep:
                 say(f"The directory stays: cd {host_a} && git for-each-ref refs/sluice && git log -1 refs/sluice/intake/main")
+                say(f"  (git sluice status / queue there read the demo's own state: prefix them with "
+                    f"HOME={root / 'home'} XDG_STATE_HOME={root / 'home' / 'state'})")
     finally:
         _restore(saved)
         if not keep:
