@@ -1,0 +1,80 @@
+"""The fleet benchmark: the three incidents replayed against the GitHub double, beside their baselines.
+
+    python contrib/bench/fleet.py                       # every scenario, full size (under 10 minutes)
+    python contrib/bench/fleet.py --quick               # every scenario, small (under a minute)
+    python contrib/bench/fleet.py --out docs/benchmarks.md --json docs/benchmarks.json
+    python contrib/bench/fleet.py --only s4             # one scenario (s1 … s7; s5 comes with s1)
+
+It writes its section of the Markdown file (between the bench:fleet markers,
+leaving the rest alone) and the raw figures as JSON; without ``--out`` /
+``--json`` it only prints the table. See docs/benchmarks.md for what each
+scenario does and what ran as a real process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fleet_report import machine, render_section, worst, write_json, write_section  # noqa: E402
+from fleet_scenarios import FULL, QUICK, as_json, run_all  # noqa: E402
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="fleet.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="every scenario at a small size (the tests' mode)")
+    parser.add_argument("--out", type=Path, help="Markdown file whose bench:fleet section is (re)written")
+    parser.add_argument("--json", type=Path, help="file for the raw figures")
+    parser.add_argument("--only", action="append", default=[], metavar="SCENARIO",
+                        help="run only these scenarios (s1 … s7), repeatable")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what the actors do")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.ERROR, format="%(name)s: %(message)s")
+    if not args.verbose:
+        logging.getLogger("git_sluice").setLevel(logging.CRITICAL)
+    profile = QUICK if args.quick else FULL
+    started = time.monotonic()
+    facts = machine()
+    command = "python contrib/bench/fleet.py" + "".join(
+        f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:]))
+    scenarios = run_all(profile, set(args.only) or None, say=lambda text: print(text, file=sys.stderr, flush=True))
+    result = {
+        "command": command,
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "profile": profile.name,
+        "machine": facts,
+        "seconds": time.monotonic() - started,
+        "json_path": str(args.json) if args.json else "(not written)",
+        "scenarios": as_json(scenarios),
+        "scenarios_obj": scenarios,
+    }
+    w = worst(scenarios)
+    result["worst_ratio"] = None if w is None else {
+        "scenario": w[1], "figure": w[0].figure, "baseline": w[0].baseline_name, "ratio": w[0].ratio,
+        "baseline_value": w[0].baseline, "sluice_value": w[0].sluice,
+    }
+    section = render_section(result)
+    if args.out:
+        write_section(args.out, section)
+    if args.json:
+        write_json(args.json, result)
+    print(section)
+    failed = [sc.key for sc in scenarios if sc.status != "ok"]
+    if failed:
+        print(f"failed scenarios: {', '.join(failed)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

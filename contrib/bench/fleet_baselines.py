@@ -1,0 +1,309 @@
+"""The three baselines: what the fleets ran before git-sluice, implemented against the same double.
+
+- :class:`NaivePoller` — the sluice incident before its fix (ADR 0071): every
+  pass, every 3 s, lists the open requests and reads each one's reviews and
+  checks by REST, no ETags; a spent limit is read as an error (the pass
+  ends, the next starts 3 s later).
+- :class:`DashboardPoller` — the Tower incident: per repository three
+  GraphQL-backed reads, kept 30 s; a failed read is not kept, so the next poll
+  (every 2.5 s) asks all three again; nothing reads the reset.
+- :class:`ConditionalPoller` — a careful per-process client: ETags and
+  If-None-Match per process, and octokit-style throttling on its own (wait
+  ``retry-after`` or the reset, retry once); no shared pause, no
+  single-flight, no lease.
+
+They call the double's request pipeline in-process (:func:`pipeline.handle`,
+the very code its HTTP server runs, minus the socket), because a baseline
+makes tens of thousands of calls an hour and the socket would only add wall
+time, never a different count. The double has no route for a request's
+reviews, so the "reviews" read of a pass is ``GET /repos/{o}/{r}/pulls/{n}``:
+one REST call, counted alike.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from git_sluice.double import GitHubDouble
+from git_sluice.double.pipeline import Request, handle
+
+from fleet_activity import Expectation, View, parse_time
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+    @property
+    def throttled(self) -> bool:
+        if self.status in (403, 429):
+            text = self.body.decode("utf-8", "replace").lower()
+            return (self.headers.get("x-ratelimit-remaining") == "0" or "retry-after" in self.headers
+                    or "rate limit" in text)
+        if self.status == 200 and self.headers.get("content-type", "").startswith("application/json"):
+            try:
+                data = self.json()
+            except ValueError:
+                return False
+            return isinstance(data, dict) and any(
+                isinstance(e, dict) and e.get("type") in ("RATE_LIMITED", "RATE_LIMIT") for e in data.get("errors", [])
+            )
+        return False
+
+    def wait_hint(self, now: float) -> float:
+        """How long octokit's throttling would wait: retry-after, else until the reset, else a minute."""
+        retry = self.headers.get("retry-after")
+        if retry is not None and retry.isdigit():
+            return float(retry)
+        if self.headers.get("x-ratelimit-remaining") == "0" and self.headers.get("x-ratelimit-reset", "").isdigit():
+            return max(float(self.headers["x-ratelimit-reset"]) - now, 1.0)
+        return 60.0
+
+
+class Direct:
+    """One process's calls, straight into the double's pipeline."""
+
+    def __init__(self, gh: GitHubDouble, token: str, refusals: dict[str, int] | None = None) -> None:
+        self.gh = gh
+        self.auth = f"token {token}"
+        self.refusals = refusals if refusals is not None else {"primary": 0, "secondary": 0}
+
+    def call(self, method: str, target: str, headers: dict[str, str] | None = None, body: bytes = b"") -> Answer:
+        path, _, query = target.partition("?")
+        sent = {"authorization": self.auth, "accept": "application/vnd.github+json"}
+        sent.update({k.lower(): v for k, v in (headers or {}).items()})
+        response = handle(self.gh, Request(method, path, query, sent, body),
+                          lambda seconds, released: released.wait(seconds))
+        answer = Answer(response.status, {k.lower(): v for k, v in response.headers}, response.body)
+        if answer.status in (403, 429):
+            kind = "secondary" if "retry-after" in answer.headers or b"secondary" in answer.body else "primary"
+            self.refusals[kind] = self.refusals.get(kind, 0) + 1
+        return answer
+
+
+def _next_link(headers: dict[str, str]) -> str | None:
+    for part in headers.get("link", "").split(","):
+        if 'rel="next"' in part and "<" in part:
+            url = part[part.find("<") + 1: part.find(">")]
+            return url[url.find("/", url.find("//") + 2):]
+    return None
+
+
+@dataclass
+class Observer:
+    """Checks what a baseline process saw against the pending expectations of its repository."""
+
+    expectations: list[Expectation]
+    clock: Callable[[], float]
+
+    def observe(self, repo: str, views: dict[int, View], complete_list: bool) -> None:
+        now = self.clock()
+        for exp in self.expectations:
+            if exp.repo != repo or exp.seen_at is not None or exp.superseded:
+                continue
+            view = views.get(exp.number)
+            if exp.kind == "merged" and not complete_list:
+                continue
+            if exp.met(view):
+                exp.seen_at = now
+
+
+def _checks_done(data: Any) -> bool:
+    runs = data.get("check_runs", []) if isinstance(data, dict) else []
+    return bool(runs) and all(r.get("status") == "completed" for r in runs)
+
+
+Pass = Iterator[float]
+"""A pass is a generator: it yields how long to sleep (octokit's wait), and ends with the pass."""
+
+
+class PassActor:
+    """Runs passes back to back: a pass, then ``period`` seconds, then the next (a poller's loop)."""
+
+    def __init__(self, make_pass: Callable[[], Pass], period: float, *, once: bool = False) -> None:
+        self.make_pass = make_pass
+        self.period = period
+        self.once = once
+        self._gen: Pass | None = None
+        self.passes = 0
+
+    def step(self, now: float) -> float | None:
+        if self._gen is None:
+            self._gen = self.make_pass()
+        try:
+            return now + next(self._gen)
+        except StopIteration:
+            self._gen = None
+            self.passes += 1
+            return None if self.once else now + self.period
+
+
+@dataclass
+class NaivePoller:
+    """The sluice incident: list, then each request's reviews and checks, by REST, no ETags."""
+
+    direct: Direct
+    repo: str
+    observer: Observer | None = None
+    views: dict[int, View] = field(default_factory=dict)
+
+    def run_pass(self) -> Pass:
+        owner_name = f"/repos/{self.repo}"
+        target: str | None = f"{owner_name}/pulls?state=open&base=main&per_page=100"
+        items: list[dict[str, Any]] = []
+        while target is not None:
+            answer = self.direct.call("GET", target)
+            if answer.status != 200:
+                return  # "a spent limit read as an error": this pass ends
+            items.extend(answer.json())
+            target = _next_link(answer.headers)
+        seen: dict[int, View] = {}
+        for item in items:
+            seen[item["number"]] = View(True, item["head"]["sha"], parse_time(item.get("updated_at")))
+        for number, view in self.views.items():
+            if number not in seen:
+                seen[number] = View(False)
+            elif self.views[number].head_sha == seen[number].head_sha:
+                seen[number].checks_done = self.views[number].checks_done
+        self.views = seen
+        self._observe(True)
+        for item in items:
+            number, sha = item["number"], item["head"]["sha"]
+            for suffix in (f"pulls/{number}", f"commits/{sha}/check-runs", f"commits/{sha}/status"):
+                answer = self.direct.call("GET", f"{owner_name}/{suffix}")
+                if answer.status != 200:
+                    return
+                if suffix.endswith("check-runs"):
+                    self.views[number].checks_done = _checks_done(answer.json())
+            self._observe(False)
+        if False:  # pragma: no cover - makes this a generator that never sleeps
+            yield 0.0
+
+    def _observe(self, complete: bool) -> None:
+        if self.observer is not None:
+            self.observer.observe(self.repo, self.views, complete)
+
+
+@dataclass
+class ConditionalPoller:
+    """ETags per process and octokit-style retry on its own; the same reads as the naive pass."""
+
+    direct: Direct
+    repo: str
+    clock: Callable[[], float]
+    observer: Observer | None = None
+    views: dict[int, View] = field(default_factory=dict)
+    kept: dict[str, tuple[str, bytes, dict[str, str]]] = field(default_factory=dict)
+    slept: float = 0.0
+
+    def _get(self, target: str) -> Iterator[float | Answer]:
+        """One conditional GET with one octokit-style retry; yields sleeps, then the answer."""
+        for attempt in (1, 2):
+            headers = {}
+            kept = self.kept.get(target)
+            if kept is not None:
+                headers["if-none-match"] = kept[0]
+            answer = self.direct.call("GET", target, headers)
+            if answer.status == 304 and kept is not None:
+                yield Answer(200, kept[2], kept[1])
+                return
+            if answer.throttled and attempt == 1:
+                wait = answer.wait_hint(self.clock())
+                self.slept += wait
+                yield wait
+                continue
+            if answer.status == 200 and "etag" in answer.headers:
+                self.kept[target] = (answer.headers["etag"], answer.body, answer.headers)
+            yield answer
+            return
+
+    def _fetch(self, target: str) -> Iterator[float]:
+        self._last: Answer | None = None
+        for out in self._get(target):
+            if isinstance(out, Answer):
+                self._last = out
+            else:
+                yield out
+
+    def run_pass(self) -> Pass:
+        base = f"/repos/{self.repo}"
+        target: str | None = f"{base}/pulls?state=open&base=main&per_page=100"
+        items: list[dict[str, Any]] = []
+        while target is not None:
+            yield from self._fetch(target)
+            answer = self._last
+            if answer is None or answer.status != 200:
+                return
+            items.extend(answer.json())
+            target = _next_link(answer.headers)
+        seen = {item["number"]: View(True, item["head"]["sha"], parse_time(item.get("updated_at"))) for item in items}
+        for number, view in self.views.items():
+            if number not in seen:
+                seen[number] = View(False)
+            elif view.head_sha == seen[number].head_sha:
+                seen[number].checks_done = view.checks_done
+        self.views = seen
+        if self.observer is not None:
+            self.observer.observe(self.repo, self.views, True)
+        for item in items:
+            number, sha = item["number"], item["head"]["sha"]
+            for suffix in (f"pulls/{number}", f"commits/{sha}/check-runs", f"commits/{sha}/status"):
+                yield from self._fetch(f"{base}/{suffix}")
+                answer = self._last
+                if answer is None or answer.status != 200:
+                    return
+                if suffix.endswith("check-runs"):
+                    self.views[number].checks_done = _checks_done(answer.json())
+            if self.observer is not None:
+                self.observer.observe(self.repo, self.views, False)
+
+
+OVERVIEW_QUERIES = (
+    # Tower's three gh commands per workspace (open items with their people and labels, recently
+    # merged, recently closed), as GraphQL over pull requests: the double has no issues. The first
+    # is a multi-hundred-node query, as the incident says gh's was (2 points).
+    """query($owner: String!, $name: String!) { repository(owner: $owner, name: $name) {
+      pullRequests(first: 100, states: OPEN) { nodes { number title updatedAt author { login }
+        latestOpinionatedReviews(first: 10) { nodes { state author { login } } }
+        labels(first: 20) { nodes { name } } } } } }""",
+    """query($owner: String!, $name: String!) { repository(owner: $owner, name: $name) {
+      pullRequests(last: 100, states: MERGED) { nodes { number title mergedAt author { login }
+        labels(first: 20) { nodes { name } } } } } }""",
+    """query($owner: String!, $name: String!) { repository(owner: $owner, name: $name) {
+      pullRequests(last: 100, states: CLOSED) { nodes { number title closedAt author { login }
+        labels(first: 20) { nodes { name } } } } } }""",
+)
+
+
+@dataclass
+class DashboardPoller:
+    """One dashboard client: every poll, each repository's overview; kept 30 s, failures not kept."""
+
+    direct: Direct
+    repos: list[str]
+    ttl: float = 30.0
+    cached_at: dict[str, float] = field(default_factory=dict)
+
+    def poll(self, now: float) -> None:
+        for repo in self.repos:
+            at = self.cached_at.get(repo)
+            if at is not None and now - at < self.ttl:
+                continue
+            owner, name = repo.split("/", 1)
+            ok = True
+            for query in OVERVIEW_QUERIES:
+                body = json.dumps({"query": query, "variables": {"owner": owner, "name": name}}).encode()
+                answer = self.direct.call("POST", "/graphql", {"content-type": "application/json"}, body)
+                data = answer.json() if answer.body else None
+                if answer.status != 200 or not isinstance(data, dict) or data.get("errors"):
+                    ok = False  # executeForgeCommand returns null; the cache keeps only non-null
+            if ok:
+                self.cached_at[repo] = now

@@ -1,0 +1,165 @@
+"""What git-sluice costs the machine: a round's CPU, ``queue``'s start-up, the hooks' added time.
+
+Every figure here is a real process reaped with ``wait4`` (so its CPU is its
+own and its children's, never the double's, which runs in the harness), or a
+real ``git push`` / ``git fetch`` timed with and without the hooks, in
+alternation, so a noisy machine slows both alike and the ratio survives.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from typing import Any
+
+from git_sluice.intake.step import run_rounds
+
+from fleet_activity import Activity
+from fleet_baselines import Direct, NaivePoller
+from fleet_sluice import GitWorld, measured_run, tally, wait_for_hook_rounds
+from fleet_world import POOL, TOKEN, World, repo_name, world
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def round_cpu(requests: int = 500, changed: int = 5, samples: int = 1) -> dict[str, Any]:
+    """``git sluice intake`` as a real process over ``requests`` open requests: first, changed, quiet."""
+    started = time.monotonic()
+    with world() as w:
+        name = repo_name(1)
+        w.add_repo(name)
+        activity = Activity(w.gh, GitWorld(w, []))
+        activity.populate(name, requests, seed=6)
+        host = w.add_host("host-1", hooks=False)
+        clone = host.clones[name]
+        env = w.host_env(host)
+        out: dict[str, Any] = {"requests": requests}
+
+        def intake(label: str) -> None:
+            mark = len(w.gh.ledger)
+            run = measured_run(["git", "sluice", "intake", "--json"], clone, env, timeout=600)
+            t = tally(w.gh, mark, len(w.gh.ledger), pool=POOL)
+            out[label] = {"cpu": run.cpu, "wall": run.wall, "exit": run.returncode, "requests": t.requests,
+                          "counted_rest": t.counted_rest, "points": t.points,
+                          "error": run.stderr.decode(errors="replace").strip()[-300:] if run.returncode else ""}
+
+        intake("first")
+        numbers = activity.open_numbers(name)
+        for n in [n for n in numbers if not w.gh.pr(name, n).draft][:changed]:
+            w.gh.review(name, n, "carol", "APPROVED")
+        w.clock.advance(61)
+        intake("changed")
+        w.clock.advance(61)
+        intake("quiet")
+        # the naive pass over the same requests, for its call count (in-process, against this double)
+        # (GitHub's secondary limit would end that pass at 900 calls; lifted here to count all it asks)
+        w.gh.secondary_points_per_minute = {}
+        mark = len(w.gh.ledger)
+        for _ in NaivePoller(Direct(w.gh, TOKEN), name).run_pass():
+            pass
+        out["naive_pass_requests"] = len(w.gh.ledger) - mark
+        out["wall_seconds"] = time.monotonic() - started
+        return out
+
+
+def queue_startup(samples: int = 5) -> dict[str, Any]:
+    """``git sluice queue --json`` over a 20-request queue, and Python's own bare start-up beside it."""
+    started = time.monotonic()
+    with world() as w:
+        name = repo_name(1)
+        w.add_repo(name)
+        Activity(w.gh, GitWorld(w, [])).populate(name, 20, seed=7)
+        host = w.add_host("host-1", hooks=False)
+        clone = host.clones[name]
+        env = w.host_env(host)
+        run_rounds(w.session(host, name))
+        queue_wall, queue_cpu, py_wall, py_cpu, calls = [], [], [], [], 0
+        for _ in range(samples):
+            mark = len(w.gh.ledger)
+            run = measured_run(["git", "sluice", "queue", "--json"], clone, env)
+            calls += len(w.gh.ledger) - mark
+            if run.returncode != 0:
+                return {"error": run.stderr.decode(errors="replace").strip()[-300:]}
+            queue_wall.append(run.wall)
+            queue_cpu.append(run.cpu)
+            run = measured_run([sys.executable, "-c", "pass"], clone, env)
+            py_wall.append(run.wall)
+            py_cpu.append(run.cpu)
+        return {
+            "samples": samples,
+            "queue_wall": _median(queue_wall),
+            "queue_cpu": _median(queue_cpu),
+            "python_wall": _median(py_wall),
+            "python_cpu": _median(py_cpu),
+            "calls": calls,
+            "wall_seconds": time.monotonic() - started,
+        }
+
+
+def hook_overhead(samples: int = 5) -> dict[str, Any]:
+    """The user's ``git push`` / ``git fetch`` with the hooks installed and without, alternated."""
+    started = time.monotonic()
+    with world() as w:
+        name = repo_name(1)
+        spec = w.add_repo(name)
+        activity = Activity(w.gh, GitWorld(w, []))
+        activity.populate(name, 20, seed=9)
+        hooked = w.add_host("hooked", hooks=True)
+        plain = w.add_host("plain", hooks=False)
+        gitside = GitWorld(w, [hooked, plain])
+        run_rounds(w.session(hooked, name))  # a queue, so a push to a request's head concerns the hooks
+        heads = [w.gh.pr(name, n).head_ref for n in activity.open_numbers(name) if not w.gh.pr(name, n).draft]
+        times: dict[str, list[float]] = {k: [] for k in (
+            "push_hooked", "push_plain", "fetch_moved_hooked", "fetch_moved_plain",
+            "fetch_still_hooked", "fetch_still_plain")}
+        rounds_wall: list[float] = []
+
+        def timed(key: str, world_: World, host_index: int, args: list[str]) -> None:
+            host = gitside.hosts[host_index]
+            clone = host.clones[name]
+            run = measured_run(["git", *args], clone, world_.host_env(host))
+            if run.returncode != 0:
+                raise RuntimeError(f"git {' '.join(args)}: {run.stderr.decode(errors='replace').strip()}")
+            times[key].append(run.wall)
+            t0 = time.monotonic()
+            wait_for_hook_rounds(clone)
+            if key.endswith("hooked"):
+                rounds_wall.append(time.monotonic() - t0)
+
+        for i in range(samples):
+            order = [(0, "hooked"), (1, "plain")] if i % 2 == 0 else [(1, "plain"), (0, "hooked")]
+            for index, label in order:
+                head = heads[(2 * i + index) % len(heads)]
+                sha = gitside.prepare_push(name, index, head)
+                w.gh.push_pr(name, next(n for n in activity.open_numbers(name)
+                                        if w.gh.pr(name, n).head_ref == head), sha)
+                timed(f"push_{label}", w, index, ["push", "-q", "origin", f"refs/heads/{head}:refs/heads/{head}"])
+            w.new_commit(spec, "main", f"main moves {i}")
+            for index, label in order:
+                timed(f"fetch_moved_{label}", w, index, ["fetch", "-q", "origin"])
+            for index, label in order:
+                timed(f"fetch_still_{label}", w, index, ["fetch", "-q", "origin"])
+        med = {k: _median(v) for k, v in times.items()}
+        return {
+            "samples": samples,
+            "median_wall": med,
+            "hook_round_after_median": _median(rounds_wall),
+            "hook_round_failures": _failures(hooked, name),
+            "wall_seconds": time.monotonic() - started,
+        }
+
+
+def _failures(host: Any, name: str) -> list[str]:
+    import json
+
+    path = host.clones[name] / ".git" / "sluice" / "last-failure.json"
+    if not path.exists():
+        return []
+    record = json.loads(path.read_text())
+    return [] if "recovered_at" in record else [str(record.get("error"))]
+
+
+

@@ -1,0 +1,229 @@
+"""The benchmark's outputs: its section of ``docs/benchmarks.md`` and the raw JSON.
+
+Other figures live in ``docs/benchmarks.md`` too, so this harness rewrites only
+the text between ``<!-- bench:fleet:start -->`` and ``<!-- bench:fleet:end -->``
+and leaves everything else byte for byte as it found it. A file without the
+markers gets the section appended; a missing file is created.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from fleet_scenarios import Row, Scenario
+
+START = "<!-- bench:fleet:start -->"
+END = "<!-- bench:fleet:end -->"
+
+
+def machine() -> dict[str, Any]:
+    def out(args: list[str]) -> str:
+        try:
+            return subprocess.run(args, capture_output=True, text=True, timeout=10).stdout.strip()
+        except OSError:
+            return "unknown"
+
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (0.0, 0.0, 0.0)
+    return {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "git": out(["git", "--version"]).replace("git version ", ""),
+        "platform": platform.platform(),
+        "loadavg_at_start": [round(x, 2) for x in load],
+    }
+
+
+def worst(scenarios: list[Scenario]) -> tuple[Row, str] | None:
+    ranked = [(row, sc.key) for sc in scenarios for row in sc.rows if row.rankable and row.ratio is not None]
+    if not ranked:
+        return None
+    return min(ranked, key=lambda pair: pair[0].ratio or 0.0)
+
+
+def _cell(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value).replace("|", "\\|")
+    if isinstance(value, int):
+        text = f"{value:,}"
+    elif abs(value) >= 100:
+        text = f"{value:,.0f}"
+    elif abs(value) >= 1 or value == 0:
+        text = f"{value:,.1f}"
+    else:
+        text = f"{value:.3f}"
+    if unit == "%":
+        return f"{text} %"
+    return f"{text} {unit}".strip()
+
+
+HOW_IT_RAN = """\
+**How it runs.** One GitHub double (`git_sluice.double`) serves every run on
+loopback; every figure is read from its ledger (what reached "GitHub") or from
+timestamps within the run, and every ratio compares two runs of the same
+invocation on the same machine. Time is compressed with one shared
+`FileClock` (`GIT_SLUICE_TEST_CLOCK`): the double, the in-process hosts and
+every subprocess read it, and only the harness's scheduler moves it. git-sluice
+runs with its **default settings** (discovery 60 s, lease 5 min): the clock is
+compressed, not the intervals.
+
+- **Real processes, real hooks, real git:** every host is a real clone of a
+  real bare remote, set up with `git_sluice.setup.install` (what `git sluice
+  setup` runs); the activity's pushes and fetches are real `git push` /
+  `git fetch` in those clones, whose installed hooks start real detached
+  `git-sluice _hook-round` processes (the harness waits for them before the
+  clock moves on). The Tower dashboard's polls are real
+  `git sluice queue --json` processes — a sample of them, timed, then
+  extrapolated to 13 repositories × 1,440 polls an hour. Scenario 6's rounds
+  are real `git sluice intake` processes, their CPU taken with `wait4`.
+  Leases and pause notes are real compare-and-swap pushes to the bare remotes.
+- **In-process, on the shared clock:** drivers (one session per host and
+  repository, each tick the product's `roles.drive(session, max_ticks=1)`),
+  waits (`roles.wait_for` with a 1 ms timeout, repeated at the interval the
+  wait would sleep), and the fence scenario's sibling processes (sessions with
+  their own host-store connections, on threads). Sessions due at the same
+  moment run together on 4 threads.
+- **Baselines** are implemented in the harness (`contrib/bench/fleet_baselines.py`)
+  and call the double's request pipeline in-process (the code its HTTP server
+  runs, minus the socket). The double has no reviews route, so a pass's
+  "reviews" read is `GET /pulls/{n}` (one REST call alike); it has no issues,
+  so Tower's three reads are three pull-request queries (open with reviews and
+  labels — 2 points —, merged, closed).
+- **Time-scaled baseline hours:** a baseline that makes tens of thousands of
+  calls an hour runs a 1/N hour with the double's allowance window *and* size
+  divided by N (5,000 per hour → 5,000/N per 3,600/N s), pollers at their real
+  periods; its figures are ×N. A poller that outruns its allowance behaves the
+  same in every such window, so the counts scale; freshness does not, and is
+  measured only on unscaled runs. Which runs were scaled is in the JSON
+  (`scale`).
+- **Windows:** each run has a warm-up that is not measured (the first intake,
+  the pollers' first passes), then a measured window; "/h" figures are the
+  window's × 3,600 / window. The windows are in the JSON (`window_s`).
+- **One token** (a user's: every process shares its pool and, on GitHub, its
+  ETags). The sluice incident ran a GitHub App whose processes mint their own
+  installation tokens; the double's ETags depend on the token, so there a
+  kept answer helps only the process whose token received it.
+"""
+
+
+def render_section(result: dict[str, Any]) -> str:
+    scenarios: list[Scenario] = result["scenarios_obj"]
+    m = result["machine"]
+    lines = [
+        START,
+        "## The fleet benchmark (issue 8)",
+        "",
+        "_This section is written by `contrib/bench/fleet.py`; edit the harness, not the text._",
+        "",
+        f"- Command: `{result['command']}`",
+        f"- Date: {result['date']} ({result['profile']} profile; {result['seconds']:.0f} s wall)",
+        f"- Machine: {m['nproc']} CPUs, Python {m['python']}, git {m['git']}, {m['platform']}; load average "
+        f"{' / '.join(str(x) for x in m['loadavg_at_start'])} at the start (the machine is shared)",
+        f"- Raw figures: `{result['json_path']}`",
+        "",
+        HOW_IT_RAN,
+        "**Ratio** = baseline ÷ git-sluice for a figure where less is better: above 1 git-sluice spends or "
+        "waits less; below 1 it spends or waits more.",
+        "",
+    ]
+    w = worst(scenarios)
+    if w is not None:
+        row, key = w
+        lines += [
+            f"**Worst ratio: {row.ratio_text}** — {key.upper()}, {row.figure} ({row.baseline_name} "
+            f"{_cell(row.baseline, row.unit)} vs git-sluice {_cell(row.sluice, row.unit)}).",
+            "",
+        ]
+    below = [(sc.key, row) for sc in scenarios for row in sc.rows
+             if row.rankable and row.ratio is not None and row.ratio < 1]
+    if below:
+        lines.append("Every figure where git-sluice spends or waits more than a baseline (ratio below 1):")
+        lines.append("")
+        for key, row in sorted(below, key=lambda pair: pair[1].ratio or 0.0):
+            lines.append(f"- {key.upper()}, {row.figure}: {row.baseline_name} {_cell(row.baseline, row.unit)}, "
+                         f"git-sluice {_cell(row.sluice, row.unit)} (ratio {row.ratio_text})")
+        lines.append("")
+    lines.append("Rows marked in their note as not like for like, and rows without a baseline, do not rank.")
+    lines.append("")
+    for sc in scenarios:
+        lines.append(f"### {sc.key.upper()} — {sc.title}")
+        lines.append("")
+        if sc.status != "ok":
+            lines.append(f"**Failed:** {sc.error}")
+            lines.append("")
+        if sc.rows:
+            lines.append("| figure | baseline | baseline value | git-sluice | ratio | note |")
+            lines.append("|---|---|---:|---:|---:|---|")
+            for row in sc.rows:
+                lines.append(
+                    f"| {row.figure} | {row.baseline_name} | {_cell(row.baseline, row.unit)} | "
+                    f"{_cell(row.sluice, row.unit)} | {row.ratio_text} | {row.note} |"
+                )
+            lines.append("")
+        for note in sc.notes:
+            lines.append(f"- {note}")
+        extra = _run_notes(sc)
+        for note in extra:
+            lines.append(f"- {note}")
+        lines.append(f"- Ran in {sc.seconds:.0f} s.")
+        lines.append("")
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def _run_notes(sc: Scenario) -> list[str]:
+    """What the runs themselves reported: actor crashes, hook rounds that failed or hung."""
+    notes = []
+    runs = [v for v in sc.raw.values() if isinstance(v, dict)]
+    for v in list(runs):
+        for inner in v.values():
+            if isinstance(inner, dict) and "kind" in inner:
+                runs.append(inner)
+    for run in runs:
+        kind = run.get("kind")
+        if not kind:
+            continue
+        if run.get("actor_failure_count"):
+            notes.append(f"{kind}: {run['actor_failure_count']} actor failure(s), e.g. {run['actor_failures'][0]}")
+        for key in ("hook_timeouts", "hook_round_failures", "wait_errors"):
+            if run.get(key):
+                notes.append(f"{kind}: {key.replace('_', ' ')}: {run[key][0]}")
+        if kind == "git-sluice" and run.get("hook_commands"):
+            notes.append(f"git-sluice: {run['hook_commands']} real git commands fired the hooks; "
+                         f"{run['hook_rounds_logged']} hook rounds ran; median {run['hook_seconds_median']:.2f} s "
+                         "from the command to its round's end")
+    return list(dict.fromkeys(notes))
+
+
+def write_section(doc: Path, section: str) -> None:
+    """Replace the delimited section of ``doc`` (or append it); nothing else in the file changes."""
+    if doc.exists():
+        text = doc.read_text(encoding="utf-8")
+        start, end = text.find(START), text.find(END)
+        if start != -1 and end != -1 and end > start:
+            text = text[:start] + section.rstrip("\n") + text[end + len(END):]
+            if not text.endswith("\n"):
+                text += "\n"
+        else:
+            text = text.rstrip("\n") + "\n\n" + section
+    else:
+        text = "# Benchmarks\n\n" + section
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    tmp = doc.with_name(f".{doc.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, doc)
+
+
+def write_json(path: Path, result: dict[str, Any]) -> None:
+    data = {k: v for k, v in result.items() if k != "scenarios_obj"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, default=str, ensure_ascii=False) + "\n", encoding="utf-8")

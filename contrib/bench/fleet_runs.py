@@ -1,0 +1,344 @@
+"""One run of a fleet: git-sluice's (real git, hooks, sessions) or a baseline's (pollers on the double).
+
+Both take the same :class:`FleetSpec` and the same seeded activity, run a
+warm-up that is not measured (the first intake, the pollers' first passes),
+then a measured window, and report per-hour figures from the double's ledger.
+
+A baseline may run a *time-scaled hour*: the double's allowance window and
+size are both divided by ``scale`` (5,000 calls per hour becomes 1,250 per
+15 minutes), the pollers keep their real periods, and the window's figures
+are multiplied by ``scale``. A poller that outruns its allowance behaves the
+same in every such window (spend it, be refused until the reset), so the
+hour's counts are the window's times ``scale``; freshness is not scaled and
+is measured only on unscaled runs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from git_sluice.clock import FakeClock
+from git_sluice.double import GitHubDouble
+
+from fleet_activity import MODERATE, Activity, NoGit, Rates, freshness, plan
+from fleet_baselines import ConditionalPoller, DashboardPoller, Direct, NaivePoller, Observer, PassActor
+from fleet_sim import Scheduler
+from fleet_sluice import DriverActor, GitWorld, QueueWatch, WaitSlot, poll_queue, tally
+from fleet_world import POOL, TOKEN, USER, repo_name, world
+
+ALLOWANCE = 5000
+FRESHNESS_CLASSES = {
+    "discovery": ("discovery",),
+    "local-push-holder": ("local-push-holder",),
+    "local-push-other": ("local-push-other",),
+    "fetch": ("fetch",),
+}
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    repos: int = 10
+    hosts: int = 3
+    prs: int = 20
+    waits_per_host: int = 2  # git-sluice waits; in a baseline, pollers like every other process
+    rates: Rates = MODERATE
+    warmup: float = 180.0
+    window: float = 3600.0
+    seed: int = 8
+    extra_procs_per_host: int = 0  # further processes per host (scaling): waits in git-sluice, pollers in baselines
+
+    @property
+    def repo_names(self) -> list[str]:
+        return [repo_name(i + 1) for i in range(self.repos)]
+
+    def describe(self) -> str:
+        r = self.rates
+        activity = ("no activity" if r.total() == 0 else
+                    f"per repository and hour {r.opened:g} opened, {r.pushed:g} pushed, {r.reviewed:g} reviewed, "
+                    f"{r.merged:g} merged")
+        return (f"{self.repos} repositories × {self.prs} open requests, {self.hosts} hosts, per host a driver per "
+                f"repository and {self.waits_per_host + self.extra_procs_per_host} waits; {activity}")
+
+
+def _per_hour(window: float) -> float:
+    return 3600.0 / window
+
+
+def _fresh(expectations: list[Any]) -> dict[str, Any]:
+    return {name: freshness(expectations, classes) for name, classes in FRESHNESS_CLASSES.items()}
+
+
+# ------------------------------------------------------------------------------ git-sluice
+def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> dict[str, Any]:
+    """git-sluice's fleet on real git: drivers and waits in-process, hook rounds as real processes."""
+    started = time.monotonic()
+    with world() as w:
+        for name in spec.repo_names:
+            w.add_repo(name)
+        gitside = GitWorld(w, [])
+        activity = Activity(w.gh, gitside)
+        for index, name in enumerate(spec.repo_names):
+            activity.populate(name, spec.prs, seed=spec.seed * 1000 + index)
+        hosts = [w.add_host(f"host-{k + 1}") for k in range(spec.hosts)]
+        gitside.hosts = hosts
+        # Name the pool once before sessions run side by side: the first naming writes the host's
+        # pools.json through a temporary file named by pid alone, which two threads of one process
+        # (our in-process hosts) can trip over (see the report); later namings only read it.
+        _ = w.session(hosts[0], spec.repo_names[0]).forge.pool
+        setup_seconds = time.monotonic() - started
+        watch = QueueWatch(hosts, activity.expectations)
+        sched = Scheduler(w.clock, workers=workers, after_batch=lambda now, labels: watch.check(now))
+        t0 = w.clock.time()
+        drivers = []
+        for host in hosts:
+            for name in spec.repo_names:
+                actor = DriverActor(w.session(host, name))
+                drivers.append(actor)
+                sched.at(t0, f"drive {host.name} {name}", actor.step)
+        rng = random.Random(spec.seed)
+        slots = []
+        for host in hosts:
+            for k in range(spec.waits_per_host + spec.extra_procs_per_host):
+                slot = WaitSlot(w, host, spec.repo_names, activity, random.Random(rng.random()))
+                slots.append(slot)
+                sched.at(t0 + 61.0 + 2.5 * k, f"wait {host.name} {k}", slot.step)
+
+        def followups(now: float) -> float:
+            for fn in activity.due(now):
+                fn(now)
+            return now + 15.0
+
+        sched.at(t0 + 1.0, "ci", followups)
+        sched.run_until(t0 + spec.warmup)
+        mark = len(w.gh.ledger)
+        t_start = w.clock.time()
+        activity.expectations.clear()
+        intents = plan(spec.repo_names, spec.rates, spec.window, hosts=spec.hosts, seed=spec.seed)
+        for intent in intents:
+            def apply(now: float, intent=intent) -> None:
+                activity.apply(intent, now)
+                return None
+
+            sched.at(t_start + intent.at, f"{intent.kind} {intent.repo}", apply)
+        polls = []
+        for k in range(queue_polls):
+            # spread over the window, off the drivers' grid, so each poll runs alone
+            host = hosts[k % len(hosts)]
+            name = spec.repo_names[k % len(spec.repo_names)]
+            when = t_start + spec.window * (k + 0.5) / queue_polls + 0.25
+
+            def poll(now: float, host=host, name=name) -> None:
+                polls.append(poll_queue(w, host, name))
+                return None
+
+            sched.at(when, f"queue poll {host.name} {name}", poll)
+        run_started = time.monotonic()
+        sched.run_until(t_start + spec.window)
+        run_seconds = time.monotonic() - run_started
+        end = len(w.gh.ledger)
+        t = tally(w.gh, mark, end, pool=POOL)
+        # hook rounds that ran for real, and any the product recorded as failed
+        hook_failures = []
+        hook_rounds = 0
+        for host in hosts:
+            for name, clone in host.clones.items():
+                log_path = clone / ".git" / "sluice" / "log"
+                if log_path.exists():
+                    hook_rounds += log_path.read_text(errors="replace").count("hook round start")
+                failure = clone / ".git" / "sluice" / "last-failure.json"
+                if failure.exists():
+                    record = json.loads(failure.read_text())
+                    if "recovered_at" not in record:
+                        hook_failures.append(f"{host.name} {name}: {record.get('error')}")
+        sched.close()
+        factor = _per_hour(spec.window)
+        return {
+            "kind": "git-sluice",
+            "spec": spec.describe(),
+            "window_s": spec.window,
+            "warmup_s": spec.warmup,
+            "per_hour": t.scaled(factor),
+            "window": t.__dict__,
+            "freshness": _fresh(activity.expectations),
+            "changes": dict(activity.applied),
+            "driver_ticks": sum(d.ticks for d in drivers),
+            "wait_looks": sum(s.looks for s in slots),
+            "wait_outcomes": _merge([s.outcomes for s in slots]),
+            "wait_errors": [e for s in slots for e in s.errors][:5],
+            "hook_commands": len(gitside.hook_seconds),
+            "hook_rounds_logged": hook_rounds,
+            "hook_seconds_median": _median(gitside.hook_seconds),
+            "hook_timeouts": gitside.hook_failures[:5],
+            "hook_round_failures": hook_failures[:5],
+            "actor_failures": [f"{f.label}: {f.error}" for f in sched.failures][:10],
+            "actor_failure_count": len(sched.failures),
+            "queue_polls": [p.__dict__ for p in polls],
+            "setup_seconds": setup_seconds,
+            "run_seconds": run_seconds,
+            "wall_seconds": time.monotonic() - started,
+        }
+
+
+def _merge(dicts: list[dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+# ------------------------------------------------------------------------------- baselines
+def _double(start: float, scale: float) -> tuple[FakeClock, GitHubDouble]:
+    clock = FakeClock(start)
+    gh = GitHubDouble(clock=clock)
+    gh.add_user(USER)
+    gh.add_token(TOKEN, user=USER)
+    if scale != 1:
+        for resource in ("core", "graphql"):
+            gh.set_limit(POOL, resource, round(ALLOWANCE / scale), window=3600.0 / scale)
+    return clock, gh
+
+
+def baseline_fleet(kind: str, spec: FleetSpec, *, scale: float = 1.0, window: float | None = None,
+                   warmup: float | None = None) -> dict[str, Any]:
+    """A poller fleet (``naive`` or ``conditional``): one poller per (host, repository), plus one per
+    git-sluice wait, every 3 s; each local push or fetch runs one pass in a fresh process.
+
+    ``scale`` runs a time-scaled hour (see the module docstring); otherwise ``window`` seconds of the
+    real allowance are measured and extrapolated to the hour, which holds only while the allowance
+    lasts (``allowance_spent`` in the result says whether it did).
+    """
+    started = time.monotonic()
+    if scale != 1:
+        window, factor = 3600.0 / scale, scale
+    else:
+        window = window or 3600.0
+        factor = 3600.0 / window
+    warmup = spec.warmup if warmup is None else warmup
+    clock, gh = _double(float(int(time.time())), scale)
+    sched = Scheduler(clock, workers=1)
+    observer = Observer([], clock.time) if scale == 1 else None
+
+    refusals = {"primary": 0, "secondary": 0}
+
+    def make(repo: str) -> Any:
+        direct = Direct(gh, TOKEN, refusals)
+        if kind == "naive":
+            return NaivePoller(direct, repo, observer)
+        return ConditionalPoller(direct, repo, clock.time, observer)
+
+    def on_step(repo: str, host: int) -> None:
+        poller = make(repo)
+        sched.at(clock.time(), f"step {repo}", PassActor(poller.run_pass, 3.0, once=True).step)
+
+    activity = Activity(gh, NoGit(on_step))
+    if observer is not None:
+        observer.expectations = activity.expectations
+    for name in spec.repo_names:
+        gh.add_repo(name)
+    for index, name in enumerate(spec.repo_names):
+        activity.populate(name, spec.prs, seed=spec.seed * 1000 + index)
+    rng = random.Random(spec.seed)
+    t0 = clock.time()
+    pollers = []
+    for _host in range(spec.hosts):
+        names = list(spec.repo_names)
+        names += [rng.choice(spec.repo_names) for _ in range(spec.waits_per_host + spec.extra_procs_per_host)]
+        for name in names:
+            poller = make(name)
+            actor = PassActor(poller.run_pass, 3.0)
+            pollers.append((poller, actor))
+            sched.at(t0 + rng.uniform(0, 3.0), f"poll {name}", actor.step)
+
+    def followups(now: float) -> float:
+        for fn in activity.due(now):
+            fn(now)
+        return now + 15.0
+
+    sched.at(t0 + 1.0, "ci", followups)
+    sched.run_until(t0 + warmup)
+    mark = len(gh.ledger)
+    refusals.update(primary=0, secondary=0)
+    t_start = clock.time()
+    activity.expectations.clear()
+    for intent in plan(spec.repo_names, spec.rates, window, hosts=spec.hosts, seed=spec.seed):
+        def apply(now: float, intent=intent) -> None:
+            activity.apply(intent, now)
+            return None
+
+        sched.at(t_start + intent.at, f"{intent.kind} {intent.repo}", apply)
+    sched.run_until(t_start + window)
+    t = tally(gh, mark, len(gh.ledger), pool=POOL)
+    sched.close()
+    return {
+        "kind": kind,
+        "spec": spec.describe(),
+        "scale": scale,
+        "window_s": window,
+        "warmup_s": warmup,
+        "refusals": dict(refusals),
+        "allowance_spent": refusals["primary"] > 0,
+        "per_hour": t.scaled(factor),
+        "window": t.__dict__,
+        "freshness": _fresh(activity.expectations) if observer is not None else None,
+        "changes": dict(activity.applied),
+        "passes": sum(a.passes for _, a in pollers),
+        "actor_failures": [f"{f.label}: {f.error}" for f in sched.failures][:10],
+        "actor_failure_count": len(sched.failures),
+        "wall_seconds": time.monotonic() - started,
+    }
+
+
+def dashboard_baseline(repos: int, prs: int, *, scale: float, poll: float = 2.5, warmup: float = 60.0,
+                       seed: int = 8) -> dict[str, Any]:
+    """Tower's overview: one dashboard client polling every ``poll`` seconds, 3 GraphQL reads per repository."""
+    started = time.monotonic()
+    window = 3600.0 / scale
+    clock, gh = _double(float(int(time.time())), scale)
+    activity = Activity(gh, NoGit())
+    names = [repo_name(i + 1) for i in range(repos)]
+    for name in names:
+        gh.add_repo(name)
+    for index, name in enumerate(names):
+        activity.populate(name, prs, seed=seed * 1000 + index)
+    dash = DashboardPoller(Direct(gh, TOKEN), names)
+    sched = Scheduler(clock, workers=1)
+
+    def step(now: float) -> float:
+        dash.poll(now)
+        return now + poll
+
+    t0 = clock.time()
+    sched.at(t0, "dashboard", step)
+    sched.run_until(t0 + warmup)
+    mark = len(gh.ledger)
+    t_start = clock.time()
+    sched.run_until(t_start + window)
+    t = tally(gh, mark, len(gh.ledger), pool=POOL)
+    sched.close()
+    return {
+        "kind": "dashboard",
+        "scale": scale,
+        "window_s": window,
+        "per_hour": t.scaled(scale),
+        "window": t.__dict__,
+        "actor_failures": [f"{f.label}: {f.error}" for f in sched.failures][:10],
+        "wall_seconds": time.monotonic() - started,
+    }
+
+
+def run_job(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A baseline run by name, for a worker process (baselines are pure CPU and need no git)."""
+    jobs = {"baseline_fleet": baseline_fleet, "dashboard_baseline": dashboard_baseline}
+    return jobs[name](*args, **kwargs)

@@ -1,0 +1,251 @@
+"""The benchmark's world: one GitHub double, real bare remotes, real host clones, one shared clock.
+
+Why it is built this way:
+
+- **One clock for everything.** The double, every in-process host and every
+  subprocess (hook rounds, ``git sluice queue``) read the same
+  :class:`~git_sluice.clock.FileClock` (``GIT_SLUICE_TEST_CLOCK``), so an hour
+  of a fleet runs in seconds and every timestamp in the ledger is on one time
+  line. Only the harness's scheduler moves it (and, by microseconds, the
+  product's own short sleeps).
+- **Isolation, as the demo does it.** ``HOME``, ``XDG_STATE_HOME``, the git
+  config and the token are the world's own for its whole life; nothing of the
+  user's is read or written.
+- **A host is a state directory plus clones.** Each host has its own
+  ``XDG_STATE_HOME`` (its host store: pauses, permits, budget) and one clone per
+  repository (its kept answers, discovery clock and queue). In-process sessions
+  open the host's store by path; subprocesses find it through the host's
+  environment, so both see the same file, as two processes of one host do.
+- **Hooks are the product's.** Every clone is set up by
+  :func:`git_sluice.setup.install` (what ``git sluice setup`` runs), so a
+  ``git push`` or ``git fetch`` the harness runs in a clone fires the real
+  pre-push / reference-transaction scripts, which start real detached
+  ``git-sluice _hook-round`` processes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pygit2
+
+from git_sluice.clock import FileClock
+from git_sluice.double import GitHubDouble, serve
+from git_sluice.forge.hoststore import HostStore
+from git_sluice.repo import Repo
+from git_sluice.session import Session, open_session
+
+TOKEN = "bench-token-not-a-secret"
+USER = "fleet-bot"
+POOL = f"user:{USER}"
+OWNER = "bench"
+SIGNATURE_NAME = "Bench"
+SIGNATURE_EMAIL = "bench@sluice.invalid"
+
+
+def repo_name(index: int) -> str:
+    return f"{OWNER}/r{index:02d}"
+
+
+@dataclass
+class RepoSpec:
+    """One repository: its name on the double and its bare remote."""
+
+    full_name: str
+    bare: Path
+    branch_heads: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def short(self) -> str:
+        return self.full_name.split("/", 1)[1]
+
+
+@dataclass
+class Host:
+    """One machine of the fleet: a host-state directory and a clone per repository."""
+
+    name: str
+    root: Path
+    clones: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def state_home(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def store_path(self) -> Path:
+        # platformdirs.user_state_dir("git-sluice") under XDG_STATE_HOME, as paths.py finds it
+        return self.state_home / "git-sluice" / "host.sqlite3"
+
+
+class World:
+    """Everything one scenario run needs; build it with :func:`world`."""
+
+    def __init__(self, root: Path, clock: FileClock, gh: GitHubDouble, api: str, env: dict[str, str]) -> None:
+        self.root = root
+        self.clock = clock
+        self.gh = gh
+        self.api = api
+        self.env = env
+        self.repos: dict[str, RepoSpec] = {}
+        self.hosts: dict[str, Host] = {}
+        self._stack = ExitStack()
+        self._stores: list[HostStore] = []
+
+    # -- subprocess environments ------------------------------------------------
+    def host_env(self, host: Host) -> dict[str, str]:
+        """The environment a process of ``host`` runs with (its own host state)."""
+        env = dict(self.env)
+        env["XDG_STATE_HOME"] = str(host.state_home)
+        return env
+
+    # -- repositories -------------------------------------------------------------
+    def add_repo(self, full_name: str) -> RepoSpec:
+        """A bare remote with one commit on main, and the repository on the double."""
+        bare = self.root / "remotes" / f"{full_name.replace('/', '__')}.git"
+        bare.parent.mkdir(parents=True, exist_ok=True)
+        raw = pygit2.init_repository(str(bare), bare=True, initial_head="main")
+        sig = self._signature()
+        tree = raw.TreeBuilder().write()
+        oid = raw.create_commit("refs/heads/main", sig, sig, f"{full_name}: first commit", tree, [])
+        spec = RepoSpec(full_name, bare, {"main": str(oid)})
+        self.repos[full_name] = spec
+        self.gh.add_repo(full_name)
+        self.gh.set_branch(full_name, "main", str(oid))
+        return spec
+
+    def _signature(self) -> pygit2.Signature:
+        return pygit2.Signature(SIGNATURE_NAME, SIGNATURE_EMAIL, int(self.clock.time()), 0)
+
+    def new_commit(self, spec: RepoSpec, branch: str, message: str) -> str:
+        """A new commit on ``branch`` in the bare remote (what a merge or someone else's push leaves)."""
+        raw = pygit2.Repository(str(spec.bare))
+        parent = spec.branch_heads.get(branch) or spec.branch_heads["main"]
+        sig = self._signature()
+        tree = raw.get(parent).tree.id
+        oid = raw.create_commit(None, sig, sig, message, tree, [pygit2.Oid(hex=parent)])
+        raw.references.create(f"refs/heads/{branch}", oid, force=True)
+        spec.branch_heads[branch] = str(oid)
+        return str(oid)
+
+    def open_request(self, spec: RepoSpec, head_ref: str, *, title: str, author: str = "alice",
+                     draft: bool = False) -> tuple[int, str]:
+        """A head branch on the remote and its pull request on the double, with the same sha."""
+        sha = self.new_commit(spec, head_ref, f"{head_ref}: work")
+        number = self.gh.open_pr(spec.full_name, head_ref=head_ref, title=title, author=author,
+                                 draft=draft, head_sha=sha)
+        return number, sha
+
+    # -- hosts ----------------------------------------------------------------------
+    def add_host(self, name: str, repos: list[str] | None = None, *, hooks: bool = True) -> Host:
+        host = Host(name, self.root / "hosts" / name)
+        host.state_home.mkdir(parents=True, exist_ok=True)
+        self.hosts[name] = host
+        for full_name in repos if repos is not None else list(self.repos):
+            self.add_clone(host, full_name, hooks=hooks)
+        return host
+
+    def add_clone(self, host: Host, full_name: str, *, hooks: bool = True) -> Path:
+        spec = self.repos[full_name]
+        work = host.root / spec.short
+        git(self.root, "clone", "-q", str(spec.bare), str(work), env=self.host_env(host))
+        for key, value in (
+            ("sluice.repository", full_name),
+            ("sluice.api", self.api),
+            ("sluice.host", host.name),
+        ):
+            git(work, "config", key, value, env=self.env)
+        if hooks:
+            from git_sluice.setup import install
+
+            install(Repo.discover(work))
+        else:
+            git(work, "config", "--add", "remote.origin.fetch", "+refs/sluice/*:refs/sluice/*", env=self.env)
+        host.clones[full_name] = work
+        return work
+
+    def store(self, host: Host) -> HostStore:
+        """A new connection to ``host``'s store, as a new process of that host would open."""
+        store = HostStore(host.store_path, clock=self.clock)
+        self._stores.append(store)
+        return store
+
+    def session(self, host: Host, full_name: str, transport: httpx.BaseTransport | None = None) -> Session:
+        """An in-process git-sluice session of ``host`` on its clone of ``full_name`` (one 'process')."""
+        session = open_session(host.clones[full_name], clock=self.clock, store=self.store(host), transport=transport)
+        self._stack.callback(session.close)
+        return session
+
+    def close(self) -> None:
+        self._stack.close()
+        for store in self._stores:
+            store.close()
+
+
+def git(cwd: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
+    done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, env=env)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} in {cwd}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def _isolated_env(root: Path, clock_file: Path) -> dict[str, str]:
+    home = root / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n")
+    bin_dir = str(Path(sys.executable).parent)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("GIT_", "GH_", "GITHUB_"))}
+    env.update({
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(root / "harness-state"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "GIT_CONFIG_GLOBAL": str(home / "gitconfig"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": SIGNATURE_NAME,
+        "GIT_AUTHOR_EMAIL": SIGNATURE_EMAIL,
+        "GIT_COMMITTER_NAME": SIGNATURE_NAME,
+        "GIT_COMMITTER_EMAIL": SIGNATURE_EMAIL,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GH_TOKEN": TOKEN,
+        "GIT_SLUICE_TEST_CLOCK": str(clock_file),
+        "PATH": bin_dir + os.pathsep + env.get("PATH", "/usr/bin:/bin"),
+    })
+    return env
+
+
+@contextmanager
+def world(prefix: str = "sluice-bench-", *, start: float | None = None, keep: bool = False) -> Iterator[World]:
+    """An isolated world with a served double on a shared FileClock; os.environ is the world's meanwhile."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    clock_file = root / "clock"
+    clock = FileClock(clock_file, start=float(int(start if start is not None else time.time())))
+    env = _isolated_env(root, clock_file)
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    w: World | None = None
+    try:
+        gh = GitHubDouble(clock=clock)
+        gh.add_user(USER)
+        gh.add_token(TOKEN, user=USER)
+        with serve(gh) as server:
+            w = World(root, clock, gh, server.url, env)
+            try:
+                yield w
+            finally:
+                w.close()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
