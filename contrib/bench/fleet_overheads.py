@@ -143,9 +143,12 @@ def hook_overhead(samples: int = 5) -> dict[str, Any]:
             for index, label in order:
                 timed(f"fetch_still_{label}", w, index, ["fetch", "-q", "origin"])
         med = {k: _median(v) for k, v in times.items()}
+        added = {what: _median([h - p for h, p in zip(times[f"{what}_hooked"], times[f"{what}_plain"])])
+                 for what in ("push", "fetch_moved", "fetch_still")}
         return {
             "samples": samples,
             "median_wall": med,
+            "median_added": added,
             "hook_round_after_median": _median(rounds_wall),
             "hook_round_failures": _failures(hooked, name),
             "wall_seconds": time.monotonic() - started,

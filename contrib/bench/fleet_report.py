@@ -112,6 +112,18 @@ compressed, not the intervals.
   ETags). The sluice incident ran a GitHub App whose processes mint their own
   installation tokens; the double's ETags depend on the token, so there a
   kept answer helps only the process whose token received it.
+
+**Activity model** (`contrib/bench/fleet_activity.py`, seeded, the same for
+git-sluice and every baseline): each repository starts with its open requests
+CI-finished (85 % green), mergeability known, 30 % approved, 10 % drafts.
+Requests are opened, pushed to, reviewed (75 % approvals) and merged as
+Poisson arrivals at the rates in each scenario's title. A push comes from one
+of the fleet's hosts (a real `git push`, so the hooks fire); an opening or a
+push starts CI (a pending check run, completed 4–10 minutes later — no
+`updated_at` moves, as on GitHub); a merge moves the base on the remote, one
+host's `git fetch` brings it, and GitHub recomputes the other requests'
+mergeability a minute later. Freshness is the time from a change to the first
+queue (any host's) or baseline view that shows it.
 """
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from git_sluice.clock import FakeClock
@@ -92,6 +92,7 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
         setup_seconds = time.monotonic() - started
         watch = QueueWatch(hosts, activity.expectations)
         sched = Scheduler(w.clock, workers=workers, after_batch=lambda now, labels: watch.check(now))
+        w.defer(sched.close)
         t0 = w.clock.time()
         drivers = []
         for host in hosts:

@@ -92,9 +92,9 @@ class Profile:
 
 FULL = Profile(
     name="full",
-    s1=FleetSpec(repos=10, hosts=3, prs=20, waits_per_host=2, rates=Rates(pushed=6.0), warmup=180, window=1200),
+    s1=FleetSpec(repos=10, hosts=3, prs=20, waits_per_host=2, rates=Rates(pushed=6.0), warmup=180, window=1800),
     s1_naive_scale=1.0,
-    s1_conditional_window=1200.0,
+    s1_conditional_window=1800.0,
     s2=FleetSpec(repos=10, hosts=3, prs=20, waits_per_host=2, rates=QUIET, warmup=180, window=900),
     s2_scale=12.0,
     s2_conditional_window=900.0,
@@ -209,7 +209,17 @@ def s1_fleet(p: Profile, base: Base) -> Scenario:
             Row("403/429 answers /h", name, _r(b["throttled"]), _r(s["throttled"])),
         ]
     sc.notes.append("Anchor: 9,000–12,000 REST calls/h before sluice's fix (ADR 0071), against 5,200.")
+    sc.notes.append(_routes(sl))
     return sc
+
+
+def _routes(run: dict[str, Any]) -> str:
+    """git-sluice's calls per hour by kind: what reached GitHub, and what of it was counted."""
+    factor = 3600.0 / run["window_s"]
+    parts = [f"{route} {requests * factor:,.0f} ({counted * factor:,.0f} counted)"
+             for route, (requests, counted) in sorted(run["window"]["by_route"].items(),
+                                                      key=lambda kv: -kv[1][0])]
+    return "git-sluice's calls /h by kind: " + ", ".join(parts) + "."
 
 
 def s2_quiet(p: Profile, base: Base) -> Scenario:
@@ -228,6 +238,7 @@ def s2_quiet(p: Profile, base: Base) -> Scenario:
             Row("calls reaching GitHub /h (304s included)", name, _r(b["requests"]), _r(s["requests"])),
             Row("403/429 answers /h", name, _r(b["throttled"]), _r(s["throttled"])),
         ]
+    sc.notes.append(_routes(sl))
     return sc
 
 
@@ -266,8 +277,14 @@ def s3_tower(p: Profile, base: Base) -> Scenario:
     else:
         bad = [q["error"] for q in polls if not q["ok"]]
         sc.rows.append(Row("`git sluice queue --json` polls", name, "—", f"failed: {bad[:1] or 'no poll ran'}"))
+    sc.notes.append("The baseline is one dashboard client: every 2.5 s each repository's overview, kept 30 s, "
+                    "three GraphQL reads when not kept, a failed read never kept, nothing reading the reset "
+                    f"(a time-scaled hour, ×{p.s3_dashboard_scale:g}). git-sluice: a driver per repository on one "
+                    "host, and the dashboard reading `git sluice queue --json`.")
     sc.notes.append("Anchors: 9,090 gh calls/h before Tower's fix; 52/h per repository after it "
                     f"({52 * spec.repos:,}/h for {spec.repos}); its goal ≤ 60/h for all 13.")
+    sc.notes.append("git-sluice's figures are its drivers' intake of the repositories under the activity in "
+                    "the title (one host holds every lease); S2 gives the same for a quiet hour. " + _routes(sl))
     return sc
 
 
@@ -294,6 +311,13 @@ def s4_fence(p: Profile, base: Base) -> Scenario:
         Row("waves of concurrent calls after the reset", name, b_run["ramp"], sl["ramp"],
             note="cohorts 1 → 2 → 4 → 8, then free", rankable=False),
     ]
+    sc.notes.append(f"{siblings} siblings on host-a (in-process sessions on threads, each with its own host-store "
+                    "connection, as separate processes have) start one after another with calls ready; the double "
+                    "holds every call on the wire for a moment (a hang fault) and answers with a secondary limit "
+                    "(retry-after 300 s). At the pause's end host-a's siblings call again while "
+                    f"{p.s4.get('others', 4)} processes on host-b, which adopted the pause note by fetching "
+                    "refs/sluice/*, try theirs once the probe is on the wire. Times are each call's own send and "
+                    "answer, noted by the client's transport.")
     if not sl["host_b_adopted_pause"]:
         sc.notes.append("host-b did not adopt the pause note before the reset")
     if sl["errors"]:
@@ -311,7 +335,7 @@ def s5_freshness(s1: Scenario) -> Scenario:
         fresh = s1.raw[kind].get("freshness")
         for cls, label in (("discovery", "a change on GitHub (review, CI, opening): discovery clock"),
                            ("local-push-holder", "a local push on the lease holder's host (hooks)"),
-                           ("local-push-other", "a local push on another host"),
+                           ("local-push-other", "a local push on another host (baseline: on any host)"),
                            ("fetch", "a merge, seen through a host's `git fetch` (hooks)")):
             for q in ("p50", "p99"):
                 n = sl.get(cls, {}).get("n", 0)
@@ -327,7 +351,10 @@ def s5_freshness(s1: Scenario) -> Scenario:
                                    _fresh_value(sl, cls, q), unit="s", note=note, rankable=like))
     sc.notes.append("A change a host's own hook round saw at once is timed in real seconds (the hook round's "
                     "wall time); every other change in simulated seconds on the shared clock. A change no "
-                    "view had shown by the end of the window is counted in n but has no latency.")
+                    "view had shown by the end of the window is counted among the changes but has no latency.")
+    sc.notes.append("A baseline has no lease: every host reads GitHub itself, so each of its pushes is timed as "
+                    "'on another host'. In git-sluice a host that does not hold the lease starts no round for its "
+                    "own push (design §5): the holder sees it at its next discovery.")
     return sc
 
 
@@ -357,21 +384,30 @@ def s6_overheads(p: Profile, base: Base) -> Scenario:
                            f"{qs['queue_wall']:.2f} s wall, {qs['queue_cpu']:.2f} s CPU",
                            note=f"bare `python -c pass`: {qs['python_wall']:.2f} s wall, {qs['python_cpu']:.2f} s "
                                 f"CPU; calls made: {qs['calls']}", rankable=False))
-    med = ho["median_wall"]
+    med, added = ho["median_wall"], ho["median_added"]
     for what, label in (("push", "`git push` to a request's head"), ("fetch_moved", "`git fetch` that moves main"),
                         ("fetch_still", "`git fetch` that moves nothing")):
         sc.rows.append(Row(f"{label}, wall (median of {ho['samples']})", "no hooks", _r(med[f"{what}_plain"], 3),
                            _r(med[f"{what}_hooked"], 3), unit="s",
-                           note="git-sluice: with its hooks; the round runs detached afterwards"))
+                           note=f"with the hooks: {1000 * (added[what] or 0):+.0f} ms (median of the paired "
+                                "differences); the round runs detached afterwards"))
     if ho["hook_round_failures"]:
         sc.notes.append("hook round failures: " + "; ".join(ho["hook_round_failures"]))
     sc.notes.append(f"The detached round a hook starts took {ho['hook_round_after_median'] or 0:.2f} s (median, "
                     "real time) after the git command had returned.")
+    sc.notes.append("These pushes and fetches concern git-sluice (a request's head, the branch taken in), so the "
+                    "hooks start a round; for commands that concern it in nothing see docs/benchmarks-hooks.md.")
     return sc
 
 
 def s7_scaling(p: Profile, base: Base) -> Scenario:
     sc = Scenario("s7", "scaling: counted calls per hour as hosts, processes per host and open requests grow")
+    r = p.s7_base.rates
+    sc.notes.append(f"One repository; per repository and hour {r.opened:g} opened, {r.pushed:g} pushed, "
+                    f"{r.reviewed:g} reviewed, {r.merged:g} merged; {p.s7_base.window / 60:g}-minute windows. Each "
+                    "host runs a driver; further processes are waits. The baseline runs a naive poller per "
+                    f"process (a time-scaled hour, ×{p.s7_scale:g}): its counted calls stop at the allowance, "
+                    "so the calls reaching GitHub show its growth.")
     for hosts, procs, prs in p.s7_configs:
         label = s7_label(hosts, procs, prs)
         try:

@@ -18,9 +18,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +53,7 @@ class Tally:
     not_modified: int = 0
     graphql_calls: int = 0
     by_status: dict[int, int] = field(default_factory=dict)
+    by_route: dict[str, list[int]] = field(default_factory=dict)  # route -> [requests, counted cost]
 
     def scaled(self, factor: float) -> dict[str, float]:
         return {
@@ -63,7 +66,30 @@ class Tally:
         }
 
 
+def route_of(path: str) -> str:
+    """A call's kind, for the ledger's breakdown (what a counted call was spent on)."""
+    bare = path.split("?", 1)[0]
+    if bare == "/graphql":
+        return "graphql"
+    if bare.endswith("/check-runs"):
+        return "check-runs"
+    if bare.endswith("/status"):
+        return "status"
+    if bare.endswith("/pulls"):
+        return "pulls list"
+    if "/pulls/" in bare:
+        return "pull"
+    if bare == "/user":
+        return "user"
+    return "other"
+
+
 def tally(gh: object, since: int, until: int | None = None, pool: str | None = None) -> Tally:
+    """Requests, counted REST calls, GraphQL points and refusals between two ledger marks.
+
+    ``throttled`` counts 403/429 answers and GraphQL 200s the double did not count — RATE_LIMITED
+    answers (an invalid query would land there too, and would be a finding of its own).
+    """
     calls = gh.ledger[since:until]  # type: ignore[attr-defined]
     out = Tally()
     for call in calls:
@@ -71,6 +97,9 @@ def tally(gh: object, since: int, until: int | None = None, pool: str | None = N
             continue
         out.requests += 1
         out.by_status[call.status] = out.by_status.get(call.status, 0) + 1
+        route = out.by_route.setdefault(route_of(call.path), [0, 0])
+        route[0] += 1
+        route[1] += call.cost if call.counted else 0
         if call.status == 304:
             out.not_modified += 1
         if call.resource == "graphql":
@@ -134,7 +163,6 @@ class GitWorld:
         self.hosts = hosts
         self.hook_seconds: list[float] = []
         self.hook_failures: list[str] = []
-        self._pending_wall: dict[int, float] = {}
 
     def open_branch(self, repo: str, head_ref: str) -> str:
         return self.world.new_commit(self.world.repos[repo], head_ref, f"{head_ref}: work")
@@ -258,7 +286,6 @@ class DriverActor:
         settings = session.settings
         self.tick = max(1.0, min(settings.discovery, settings.lease / 3))
         self.ticks = 0
-        self.errors: list[str] = []
 
     def step(self, now: float) -> float:
         self.ticks += 1
@@ -333,8 +360,6 @@ class Measured:
 
 def measured_run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 120.0) -> Measured:
     """Run ``args`` and reap it with ``wait4`` so its CPU (user + system, children included) is its own."""
-    import tempfile
-
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
         proc = subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
@@ -366,8 +391,6 @@ class PollSample:
 
 def poll_queue(world: World, host: Host, repo: str) -> PollSample:
     """One real ``git sluice queue --json`` in the host's clone: its wall time, CPU and calls made."""
-    import json
-
     before = len(world.gh.ledger)
     run = measured_run(["git", "sluice", "queue", "--json"], host.clones[repo], world.host_env(host))
     requests = len(world.gh.ledger) - before

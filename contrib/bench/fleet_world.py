@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,10 +186,23 @@ class World:
         self._stack.callback(session.close)
         return session
 
+    def defer(self, fn: Callable[[], object]) -> None:
+        """Run ``fn`` when the world closes, however the run ends."""
+        self._stack.callback(fn)
+
     def close(self) -> None:
         self._stack.close()
         for store in self._stores:
             store.close()
+        # a hook round still running would find its clone gone: let it end first (best effort)
+        from fleet_sluice import wait_for_hook_rounds
+
+        for host in self.hosts.values():
+            for clone in host.clones.values():
+                try:
+                    wait_for_hook_rounds(clone, limit=30.0)
+                except TimeoutError:
+                    pass
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
