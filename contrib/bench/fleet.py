@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.ERROR, format="%(name)s: %(message)s")
     if not args.verbose:
-        logging.getLogger("git_sluice").setLevel(logging.CRITICAL)
+        # git-sluice's warnings are kept for the report (fleet_runs.WARNINGS), not printed
+        logging.getLogger("git_sluice").propagate = False
     profile = QUICK if args.quick else FULL
     started = time.monotonic()
     facts = machine()

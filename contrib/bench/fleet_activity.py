@@ -27,6 +27,9 @@ from git_sluice.double.model import fake_sha
 
 REVIEWERS = ("carol", "dave", "erin")
 CHECK = "ci"
+# What a later change makes impossible to see: an older head (and its checks), or anything of a
+# request that has left the queue.
+MOOT: dict[str, tuple[str, ...]] = {"pushed": ("pushed", "checks"), "merged": ("pushed", "checks", "reviewed", "opened")}
 
 
 @dataclass(frozen=True)
@@ -209,15 +212,12 @@ class Activity:
         self._later = [(when, fn) for when, fn in self._later if when > now]
         return ready
 
-    def next_followup(self) -> float | None:
-        return min((when for when, _ in self._later), default=None)
-
-    def _expect(self, **fields: object) -> Expectation:
-        exp = Expectation(**fields)  # type: ignore[arg-type]
+    def _expect(self, exp: Expectation) -> Expectation:
+        """Keep ``exp``; earlier unseen expectations it makes impossible are set aside, not counted."""
+        moot = MOOT.get(exp.kind, ())
         for other in self.expectations:
-            if other.seen_at is None and not other.superseded and other.repo == exp.repo and \
-                    other.number == exp.number and exp.kind in ("pushed", "merged") and other.kind in (
-                    "pushed", "checks", "reviewed", "opened"):
+            if (other.seen_at is None and not other.superseded and other.kind in moot
+                    and other.repo == exp.repo and other.number == exp.number):
                 other.superseded = True
         self.expectations.append(exp)
         return exp
@@ -237,7 +237,8 @@ class Activity:
             if pr.state != "open" or pr.head_sha != sha:
                 return
             self.gh.add_check_run(repo, sha, CHECK, status="completed", conclusion=conclusion)
-            self._expect(kind="checks", cls="discovery", repo=repo, number=number, made_at=when, sha=sha)
+            self._expect(Expectation(kind="checks", cls="discovery", repo=repo, number=number, made_at=when,
+                                     sha=sha))
 
         self._later.append((done_at, complete))
 
@@ -257,7 +258,7 @@ class Activity:
         self.gh.set_mergeable(intent.repo, number, "UNKNOWN")
         self._mergeable_later(intent.repo, number, now)
         self._ci(intent.repo, sha, rng, now, number)
-        self._expect(kind="opened", cls="discovery", repo=intent.repo, number=number, made_at=now)
+        self._expect(Expectation(kind="opened", cls="discovery", repo=intent.repo, number=number, made_at=now))
 
     def _pushed(self, intent: Intent, rng: random.Random, now: float) -> None:
         candidates = [n for n in self.open_numbers(intent.repo) if not self.gh.pr(intent.repo, n).draft]
@@ -272,8 +273,8 @@ class Activity:
         self._ci(intent.repo, sha, rng, now, number)
         holder = self.git.holder(intent.repo)
         cls = "local-push-holder" if holder == intent.host else "local-push-other"
-        exp = self._expect(kind="pushed", cls=cls, repo=intent.repo, number=number, made_at=now, sha=sha,
-                           host=intent.host)
+        exp = self._expect(Expectation(kind="pushed", cls=cls, repo=intent.repo, number=number, made_at=now,
+                                       sha=sha, host=intent.host))
         exp.wall = self.git.push(intent.repo, intent.host, head, sha)
 
     def _reviewed(self, intent: Intent, rng: random.Random, now: float) -> None:
@@ -283,8 +284,8 @@ class Activity:
         number = rng.choice(candidates)
         state = "APPROVED" if rng.random() < 0.75 else "CHANGES_REQUESTED"
         self.gh.review(intent.repo, number, rng.choice(REVIEWERS), state)
-        self._expect(kind="reviewed", cls="discovery", repo=intent.repo, number=number, made_at=now,
-                     updated_at=self.gh.pr(intent.repo, number).updated_at)
+        self._expect(Expectation(kind="reviewed", cls="discovery", repo=intent.repo, number=number, made_at=now,
+                                 updated_at=self.gh.pr(intent.repo, number).updated_at))
 
     def _merged(self, intent: Intent, rng: random.Random, now: float) -> None:
         numbers = self.open_numbers(intent.repo)
@@ -301,8 +302,8 @@ class Activity:
         for other in self.open_numbers(intent.repo):
             self.gh.set_mergeable(intent.repo, other, "UNKNOWN")
             self._mergeable_later(intent.repo, other, now)
-        exp = self._expect(kind="merged", cls="fetch", repo=intent.repo, number=number, made_at=now,
-                           host=intent.host)
+        exp = self._expect(Expectation(kind="merged", cls="fetch", repo=intent.repo, number=number, made_at=now,
+                                       host=intent.host))
         exp.wall = self.git.merged(intent.repo, intent.host, number)
 
 

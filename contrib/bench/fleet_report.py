@@ -206,7 +206,8 @@ def _run_notes(sc: Scenario) -> list[str]:
             continue
         if run.get("actor_failure_count"):
             notes.append(f"{kind}: {run['actor_failure_count']} actor failure(s), e.g. {run['actor_failures'][0]}")
-        for key in ("hook_timeouts", "hook_round_failures", "wait_errors"):
+        for key in ("hook_timeouts", "hook_round_failures", "wait_errors", "product_warnings", "hook_log_warnings",
+                    "host_store_moved_aside"):
             if run.get(key):
                 notes.append(f"{kind}: {key.replace('_', ' ')}: {run[key][0]}")
         if kind == "git-sluice" and run.get("hook_commands"):

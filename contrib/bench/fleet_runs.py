@@ -16,7 +16,10 @@ is measured only on unscaled runs.
 from __future__ import annotations
 
 import json
+import logging
 import random
+import re
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +34,39 @@ from fleet_sluice import DriverActor, GitWorld, QueueWatch, WaitSlot, poll_queue
 from fleet_world import POOL, TOKEN, USER, repo_name, world
 
 ALLOWANCE = 5000
+
+
+class ProductWarnings(logging.Handler):
+    """Keeps what git-sluice logs at WARNING and above in this process (in-process hosts), for the report."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[str] = []
+        self._lock_list = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+        except Exception:
+            text = str(record.msg)
+        with self._lock_list:
+            self.records.append(text)
+
+    def since(self, mark: int) -> list[str]:
+        with self._lock_list:
+            return list(self.records[mark:])
+
+
+WARNINGS = ProductWarnings()
+logging.getLogger("git_sluice").addHandler(WARNINGS)
+
+
+def _summarise(messages: list[str], limit: int = 5) -> list[str]:
+    counts: dict[str, int] = {}
+    for m in messages:
+        key = re.sub(r"/tmp/[^\s:;,)]+", "<path>", m)
+        counts[key] = counts.get(key, 0) + 1
+    return [f"{n}× {m}" for m, n in sorted(counts.items(), key=lambda kv: -kv[1])[:limit]]
 FRESHNESS_CLASSES = {
     "discovery": ("discovery",),
     "local-push-holder": ("local-push-holder",),
@@ -76,6 +112,7 @@ def _fresh(expectations: list[Any]) -> dict[str, Any]:
 def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> dict[str, Any]:
     """git-sluice's fleet on real git: drivers and waits in-process, hook rounds as real processes."""
     started = time.monotonic()
+    warned = len(WARNINGS.records)
     with world() as w:
         for name in spec.repo_names:
             w.add_repo(name)
@@ -145,11 +182,17 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
         # hook rounds that ran for real, and any the product recorded as failed
         hook_failures = []
         hook_rounds = 0
+        hook_log_warnings: list[str] = []
+        moved_aside = [str(p.name) for host in hosts for p in (host.store_path.parent.glob("*.corrupt-*")
+                                                                if host.store_path.parent.exists() else [])]
         for host in hosts:
             for name, clone in host.clones.items():
                 log_path = clone / ".git" / "sluice" / "log"
                 if log_path.exists():
-                    hook_rounds += log_path.read_text(errors="replace").count("hook round start")
+                    text = log_path.read_text(errors="replace")
+                    hook_rounds += text.count("hook round start")
+                    hook_log_warnings += [line.split("] ", 1)[-1] for line in text.splitlines()
+                                          if "unusable" in line or "failed" in line or "could not" in line]
                 failure = clone / ".git" / "sluice" / "last-failure.json"
                 if failure.exists():
                     record = json.loads(failure.read_text())
@@ -177,6 +220,9 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
             "hook_round_failures": hook_failures[:5],
             "actor_failures": [f"{f.label}: {f.error}" for f in sched.failures][:10],
             "actor_failure_count": len(sched.failures),
+            "product_warnings": _summarise(WARNINGS.since(warned)),
+            "hook_log_warnings": _summarise(hook_log_warnings),
+            "host_store_moved_aside": moved_aside,
             "queue_polls": [p.__dict__ for p in polls],
             "setup_seconds": setup_seconds,
             "run_seconds": run_seconds,

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pygit2
 
+from git_sluice.double import GitHubDouble
 from git_sluice.errors import AllowanceSpent, SluiceError, TimedOut
 from git_sluice.intake.queue import QueueStore
 from git_sluice.remote.leases import LeaseKeeper
@@ -84,13 +85,13 @@ def route_of(path: str) -> str:
     return "other"
 
 
-def tally(gh: object, since: int, until: int | None = None, pool: str | None = None) -> Tally:
+def tally(gh: GitHubDouble, since: int, until: int | None = None, pool: str | None = None) -> Tally:
     """Requests, counted REST calls, GraphQL points and refusals between two ledger marks.
 
     ``throttled`` counts 403/429 answers and GraphQL 200s the double did not count — RATE_LIMITED
     answers (an invalid query would land there too, and would be a finding of its own).
     """
-    calls = gh.ledger[since:until]  # type: ignore[attr-defined]
+    calls = gh.ledger[since:until]
     out = Tally()
     for call in calls:
         if pool is not None and call.pool != pool:
