@@ -98,16 +98,19 @@ compressed, not the intervals.
   "reviews" read is `GET /pulls/{n}` (one REST call alike); it has no issues,
   so Tower's three reads are three pull-request queries (open with reviews and
   labels — 2 points —, merged, closed).
-- **Time-scaled baseline hours:** a baseline that makes tens of thousands of
-  calls an hour runs a 1/N hour with the double's allowance window *and* size
-  divided by N (5,000 per hour → 5,000/N per 3,600/N s), pollers at their real
-  periods; its figures are ×N. A poller that outruns its allowance behaves the
-  same in every such window, so the counts scale; freshness does not, and is
-  measured only on unscaled runs. Which runs were scaled is in the JSON
-  (`scale`).
 - **Windows:** each run has a warm-up that is not measured (the first intake,
-  the pollers' first passes), then a measured window; "/h" figures are the
-  window's × 3,600 / window. The windows are in the JSON (`window_s`).
+  the pollers' first passes and cache fill), then a measured window; "/h"
+  figures are the window's × 3,600 / window. Each scenario says how its runs
+  were measured; the JSON has `window_s`, `warmup_s` and `scale`.
+- **Time-scaled baseline hours:** where a naive or dashboard poller's hour
+  would cost minutes of real time, it runs a 1/N hour with the double's
+  allowance window *and* size divided by N (5,000 per hour → 5,000/N per
+  3,600/N s), the poller at its real period, and its figures are ×N. A poller
+  that outruns its allowance behaves the same in every such window (spend
+  it, be refused until the reset), so the counts scale; freshness does not,
+  and is measured only on unscaled runs. The per-process conditional client
+  is never scaled (its one-time cache fill would not scale): it runs a window
+  of the real allowance.
 - **One token** (a user's: every process shares its pool and, on GitHub, its
   ETags). The sluice incident ran a GitHub App whose processes mint their own
   installation tokens; the double's ETags depend on the token, so there a
@@ -192,9 +195,39 @@ def render_section(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.3g} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
+def _window_text(run: dict[str, Any]) -> str:
+    window, warmup, scale = run.get("window_s"), run.get("warmup_s"), run.get("scale", 1.0) or 1.0
+    if window is None:
+        return ""
+    baseline = run.get("kind") != "git-sluice"
+    if scale != 1:
+        text = f"a time-scaled 1/{scale:g} hour ({_minutes(window)}, ×{scale:g})"
+    elif window >= 3600:
+        text = "a full hour"
+    else:
+        text = f"{_minutes(window)}{' of the real allowance' if baseline else ''} (×{3600 / window:.3g})"
+    if warmup:
+        text += f" after a {_minutes(warmup)} warm-up"
+    if scale == 1 and baseline and run.get("allowance_spent") is not None and window < 3600:
+        text += "; the allowance " + ("ran out, so the hour is understated" if run["allowance_spent"] else "lasted")
+    return text
+
+
 def _run_notes(sc: Scenario) -> list[str]:
-    """What the runs themselves reported: actor crashes, hook rounds that failed or hung."""
+    """How each run was measured, and what the runs reported: crashes, hook rounds that failed or hung."""
     notes = []
+    measured = []
+    for name, run in sc.raw.items():
+        if isinstance(run, dict) and run.get("window_s") is not None:
+            label = {"naive": "naive poller", "conditional": "per-process conditional",
+                     "dashboard": "dashboard poller"}.get(name, name)
+            measured.append(f"{label}: {_window_text(run)}")
+    if measured:
+        notes.append("Measured: " + "; ".join(measured) + ".")
     runs = [v for v in sc.raw.values() if isinstance(v, dict)]
     for v in list(runs):
         for inner in v.values():
