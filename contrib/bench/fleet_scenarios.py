@@ -337,10 +337,17 @@ def s5_freshness(s1: Scenario) -> Scenario:
                            ("local-push-holder", "a local push on the lease holder's host (hooks)"),
                            ("local-push-other", "a local push on another host (baseline: on any host)"),
                            ("fetch", "a merge, seen through a host's `git fetch` (hooks)")):
+            if cls == "local-push-holder" and kind != "naive":
+                continue  # a baseline has no lease holder: shown once
             for q in ("p50", "p99"):
                 n = sl.get(cls, {}).get("n", 0)
                 bn = fresh.get(cls, {}).get("n", 0) if fresh else 0
                 note = f"changes: {bn} (baseline), {n} (git-sluice)"
+                if cls == "local-push-holder":
+                    sc.rows.append(Row(f"{label}, {q}", "—", "no lease in a baseline", _fresh_value(sl, cls, q),
+                                       unit="s", note=f"changes: {n}; the round its own hook started",
+                                       rankable=False))
+                    continue
                 # git-sluice's own hook round is timed in real seconds (a process starting), the
                 # baseline's step pass in-process at the same simulated instant (no process start):
                 # not a like-for-like pair, so it does not rank
