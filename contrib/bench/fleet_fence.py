@@ -127,8 +127,10 @@ def fence_sluice(*, siblings: int = 8, others: int = 4, calls_each: int = 3, sta
         host_a = w.add_host("host-a", hooks=False)
         host_b = w.add_host("host-b", hooks=False)
         log = CallLog()
-        a = [w.session(host_a, name, transport=LoggingTransport(log, f"a{k}")) for k in range(siblings)]
-        b = [w.session(host_b, name, transport=LoggingTransport(log, f"b{k}")) for k in range(others)]
+        # each sibling its own host-store connection, as separate processes have (no other process
+        # touches these files, so the in-process lock hazard noted in fleet_world.World.store cannot bite)
+        a = [w.session(host_a, name, transport=LoggingTransport(log, f"a{k}"), own_store=True) for k in range(siblings)]
+        b = [w.session(host_b, name, transport=LoggingTransport(log, f"b{k}"), own_store=True) for k in range(others)]
         for s in a + b:
             _ = s.forge.pool  # each process names its pool first (GET /user once, then the host's record)
         log.calls.clear()

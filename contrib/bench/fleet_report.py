@@ -91,7 +91,12 @@ compressed, not the intervals.
   waits (`roles.wait_for` with a 1 ms timeout, repeated at the interval the
   wait would sleep), and the fence scenario's sibling processes (sessions with
   their own host-store connections, on threads). Sessions due at the same
-  moment run together on 4 threads.
+  moment run together on 4 threads. A host's in-process drivers and waits
+  share one host-store connection: a second connection opened in one process
+  drops the first one's POSIX locks (`HostStore._open_once` opens and closes
+  the database file itself), and a hook round's process that then closes
+  last deletes the WAL under it ("disk I/O error"). Deployed processes, one
+  connection each, do not meet this; in-process hosts did, in earlier runs.
 - **Baselines** are implemented in the harness (`contrib/bench/fleet_baselines.py`)
   and call the double's request pipeline in-process (the code its HTTP server
   runs, minus the socket). The double has no reviews route, so a pass's

@@ -101,6 +101,7 @@ class World:
         self.hosts: dict[str, Host] = {}
         self._stack = ExitStack()
         self._stores: list[HostStore] = []
+        self._host_stores: dict[str, HostStore] = {}
 
     # -- subprocess environments ------------------------------------------------
     def host_env(self, host: Host) -> dict[str, str]:
@@ -174,15 +175,27 @@ class World:
         host.clones[full_name] = work
         return work
 
-    def store(self, host: Host) -> HostStore:
-        """A new connection to ``host``'s store, as a new process of that host would open."""
+    def store(self, host: Host, *, own: bool = False) -> HostStore:
+        """``host``'s store: one connection per host shared by its in-process sessions, or (``own``) a new one.
+
+        Shared because a second connection opened in one process drops the first one's POSIX locks
+        (``HostStore._open_once`` opens and closes the database file itself), after which a hook round's
+        process, closing last, deletes the WAL under it ("disk I/O error"). Separate processes, as
+        deployed, never meet that; in-process hosts would, so they share (see docs/benchmarks.md).
+        """
+        if not own and host.name in self._host_stores:
+            return self._host_stores[host.name]
         store = HostStore(host.store_path, clock=self.clock)
         self._stores.append(store)
+        if not own:
+            self._host_stores[host.name] = store
         return store
 
-    def session(self, host: Host, full_name: str, transport: httpx.BaseTransport | None = None) -> Session:
+    def session(self, host: Host, full_name: str, transport: httpx.BaseTransport | None = None, *,
+                own_store: bool = False) -> Session:
         """An in-process git-sluice session of ``host`` on its clone of ``full_name`` (one 'process')."""
-        session = open_session(host.clones[full_name], clock=self.clock, store=self.store(host), transport=transport)
+        session = open_session(host.clones[full_name], clock=self.clock, store=self.store(host, own=own_store),
+                               transport=transport)
         self._stack.callback(session.close)
         return session
 
