@@ -22,12 +22,14 @@ import os
 import shutil
 import subprocess
 import threading
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 from urllib.parse import urlsplit
 
+import filelock
 import httpx
 
 from ..clock import Clock
@@ -145,12 +147,14 @@ class UserPoolResolver:
             return {}
 
     def _remember(self, digest: str, pid: str) -> None:
-        data = self._load()
-        data[digest] = pid
+        """Read-modify-write under a file lock, through a temporary file no other writer shares."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self.path.with_name(f".pools.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, self.path)
+        with filelock.FileLock(str(self.path) + ".lock", timeout=30):
+            data = self._load()
+            data[digest] = pid
+            tmp = self.path.with_name(f".pools.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex}.tmp")
+            tmp.write_text(json.dumps(data))
+            os.replace(tmp, self.path)
 
 
 class AppInstallation:

@@ -211,20 +211,27 @@ class HostStore:
         parent = self.path.parent
         if not parent.is_dir():
             parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.chmod(self.path, 0o600)
-            st = os.stat(self.path)
-        except OSError as exc:
-            raise HostStoreError(
-                f"cannot open the host state file {self.path}: {exc.strerror}; "
-                "make its directory writable by you (or set XDG_STATE_HOME to a directory that is)"
-            ) from None
-        conn = sqlite3.connect(
-            str(self.path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        # Never open (and close) the database file ourselves: closing any descriptor of a
+        # file drops every POSIX lock this *process* holds on it, including the locks of
+        # another connection to the same store in this process (SQLite's "how to corrupt",
+        # 2.2). SQLite creates the file; we only tighten its mode, by path.
+        unwritable = HostStoreError(
+            f"cannot open the host state file {self.path}; "
+            "make its directory writable by you (or set XDG_STATE_HOME to a directory that is)"
         )
+        try:
+            conn = sqlite3.connect(
+                str(self.path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error:
+            raise unwritable from None
+        try:
+            os.chmod(self.path, 0o600)
+            st = os.stat(self.path)
+        except OSError:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+            raise unwritable from None
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL").fetchone()

@@ -17,6 +17,8 @@ import pytest
 from git_sluice.double.testing import ServedDouble
 from git_sluice.errors import AllowanceSpent
 from git_sluice.forge.client import ForgeUnavailable
+from git_sluice.forge import rules
+from git_sluice.forge.hoststore import HostStore
 from git_sluice.forge.kept import address_of
 from git_sluice.paths import host_store_path
 from git_sluice.session import Session, open_session
@@ -407,3 +409,59 @@ def test_git_sluice_api_cli_conditional_and_graphql(clone: Path, github: ServedD
     done = subprocess.run([sys.executable, "-m", "git_sluice", "api", "repos/o/missing"], cwd=clone,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "Not Found" in done.stdout
+
+
+def test_two_stores_in_one_process_keep_each_others_locks(clone: Path, github: ServedDouble) -> None:
+    """Opening a second store must not drop the first one's POSIX locks.
+
+    Were it so, another process closing the store last would find the file
+    unlocked, think nobody else had it open, checkpoint and delete the WAL
+    under the first connection ("disk I/O error" there next).
+    """
+    probe = (
+        "import fcntl, os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+        "try:\n"
+        "    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 0, 0)\n"
+        "    print('free')\n"
+        "except OSError:\n"
+        "    print('locked')\n"
+    )
+
+    def seen_from_another_process() -> str:
+        done = subprocess.run([sys.executable, "-c", probe, str(host_store_path())], capture_output=True,
+                              text=True, check=True, timeout=60)
+        return done.stdout.strip()
+
+    first = HostStore(clock=github.clock)
+    try:
+        assert seen_from_another_process() == "locked"  # an open WAL connection holds the file shared
+        second = HostStore(clock=github.clock)
+        assert seen_from_another_process() == "locked"
+        second.close()
+        assert seen_from_another_process() == "locked"
+        first.record_rate("p", "core", rules.parse_rate_headers({"x-ratelimit-remaining": "1"}), counted=True, cost=1)
+        assert first.budget()[0].remaining == 1
+    finally:
+        first.close()
+
+
+def test_many_sessions_naming_the_pool_at_once_in_one_process(clone: Path, github: ServedDouble) -> None:
+    from git_sluice.forge.auth import UserPoolResolver
+    from git_sluice.paths import host_state_dir
+
+    errors: list[BaseException] = []
+    pools: set[str] = set()
+
+    def name_it() -> None:
+        try:
+            pools.add(UserPoolResolver(github.url, host_state_dir()).pool_for(TOKEN))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=name_it) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(pools) == 1
