@@ -34,8 +34,7 @@ from urllib.parse import urlsplit
 
 from .durations import ACCEPTED_FORM as DURATION_FORM
 from .durations import parse_duration
-from .errors import ConfigError, SluiceError
-from .repo import NotARepository
+from .errors import ConfigError, NotARepository, SluiceError
 
 KNOWN_KEYS: tuple[str, ...] = (
     "sluice.remote",

@@ -7,6 +7,8 @@ spent (the message names when it ends); 4 timed out (``wait``).
 from __future__ import annotations
 
 import datetime as _dt
+import os
+from pathlib import Path
 
 
 class SluiceError(Exception):
@@ -25,6 +27,17 @@ class ConfigError(SluiceError):
         self.value = value
         self.accepted = accepted
         super().__init__(f"{key}={value!s}: expected {accepted}")
+
+
+class NotARepository(SluiceError):
+    """git-sluice was started outside any git repository (a usage error: exit 2)."""
+
+    exit_code = 2
+
+    def __init__(self, path: "os.PathLike[str] | str", detail: str = "") -> None:
+        self.path = Path(path)
+        extra = f" ({detail})" if detail else ""
+        super().__init__(f"{path} is not inside a git repository{extra}: run git sluice from a clone")
 
 
 class UsageError(SluiceError):

@@ -34,3 +34,22 @@ def host_state_dir() -> Path:
 def host_store_path() -> Path:
     """The one SQLite file every git-sluice process on this host shares."""
     return host_state_dir() / HOST_STORE_NAME
+
+
+def clone_sluice_dir(path: "str | os.PathLike[str]" = ".") -> Path:
+    """The clone's sluice dir (``<common dir>/sluice``) by one ``git rev-parse``, without pygit2.
+
+    For the commands a dashboard polls (``queue``): loading libgit2 costs more
+    than the whole command otherwise does.
+    """
+    import subprocess
+
+    from .errors import NotARepository
+
+    done = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL,
+    )
+    if done.returncode != 0:
+        raise NotARepository(path, done.stderr.strip())
+    return Path(done.stdout.strip()) / "sluice"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pygit2
 
-from .errors import SluiceError
+from .errors import NotARepository, SluiceError
 
 # Variables that select a repository; they must not leak into the git we run,
 # because a hook runs with a *relative* GIT_DIR that means nothing elsewhere.
@@ -32,17 +32,6 @@ _REPO_SELECTING_ENV = (
     "GIT_NAMESPACE",
     "GIT_PREFIX",
 )
-
-
-class NotARepository(SluiceError):
-    """git-sluice was started outside any git repository (a usage error: exit 2)."""
-
-    exit_code = 2
-
-    def __init__(self, path: Path | str, detail: str = "") -> None:
-        self.path = Path(path)
-        extra = f" ({detail})" if detail else ""
-        super().__init__(f"{path} is not inside a git repository{extra}: run git sluice from a clone")
 
 
 class ReftableUnsupported(SluiceError):

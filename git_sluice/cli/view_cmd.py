@@ -35,11 +35,11 @@ def queue_command(branches: tuple[str, ...], as_json: bool) -> None:
     """
     from ..config import load_settings
     from ..intake.queue import QueueStore, to_document
-    from ..repo import Repo
+    from ..paths import clone_sluice_dir
 
-    repo = Repo.discover(".")
-    settings = load_settings(repo.workdir or repo.git_dir)
-    store = QueueStore(repo.sluice_dir)
+    # no pygit2 here: dashboards poll this, and loading libgit2 would cost more than the rest
+    settings = load_settings(".")
+    store = QueueStore(clone_sluice_dir("."))
     docs = []
     for branch in _branches(settings, branches):
         doc = store.load(branch)

@@ -30,8 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote, unquote
 
-import filelock
-
 from ..errors import SluiceError
 
 if TYPE_CHECKING:
@@ -344,6 +342,8 @@ class QueueStore:
     def save(self, doc: QueueDoc) -> None:
         """Write the branch's queue atomically, then the ``heads`` file, under the queue lock."""
         self.queue_dir.mkdir(parents=True, exist_ok=True)
+        import filelock  # only writers need it: `git sluice queue` (polled by dashboards) only reads
+
         stored = to_document(doc)
         stored["withdrawn_by"] = doc.withdrawn_by
         try:
