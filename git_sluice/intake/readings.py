@@ -8,8 +8,9 @@ the round spends anything on it:
   ``updated_at`` moved, it came out of draft, or (at a discovery tick) its
   mergeability was still UNKNOWN (GitHub computes it in the background after
   a read, and it moves no ``updated_at``).
-- ``to_check`` — at a discovery tick only: an entry that still waits on
-  checks. Another system's check moves no ``updated_at``, so the round asks
+- ``to_check`` — at a discovery tick only: an entry whose checks may still
+  change (pending, failing, or none yet while it waits). Another system's
+  check, or a re-run, moves no ``updated_at``, so the round asks
   the head's check runs and combined status by conditional REST GET, free
   while nothing changed; only a request whose checks answered 200 joins the
   GraphQL read (:meth:`ReadingPlan.query_numbers`).
@@ -32,6 +33,7 @@ from typing import Any
 from .queue import Entry
 
 _CHECKS_STILL_RUNNING = frozenset({"PENDING", "EXPECTED"})
+_CHECKS_FAILED = frozenset({"FAILURE", "ERROR"})
 
 
 @dataclass(frozen=True)
@@ -76,15 +78,19 @@ def list_item(raw: Mapping[str, Any]) -> ListItem | None:
 
 
 def needs_recheck(entry: Entry) -> bool:
-    """Whether a queued request still waits on checks that may finish without moving ``updated_at``.
+    """Whether a queued request's checks may still change without moving ``updated_at``.
 
-    Out of draft, waiting, and its checks pending or expected — or none yet
-    (CI not started; :func:`~git_sluice.intake.queue.derive_state` calls that
-    waiting only where checks are expected).
+    Out of draft, and its checks pending or expected; or failing (a re-run can
+    turn them green, and another system's re-run moves no ``updated_at``); or
+    none yet while it waits (CI not started; :func:`~git_sluice.intake.queue.
+    derive_state` calls that waiting only where checks are expected). Each such
+    recheck is two conditional GETs, free while nothing changed.
     """
-    if entry.draft or entry.state != "waiting":
+    if entry.draft:
         return False
-    return entry.checks_state is None or entry.checks_state in _CHECKS_STILL_RUNNING
+    if entry.checks_state in _CHECKS_STILL_RUNNING or entry.checks_state in _CHECKS_FAILED:
+        return True
+    return entry.checks_state is None and entry.state == "waiting"
 
 
 def draft_entry(item: ListItem, previous: Entry | None, now: float) -> Entry:
@@ -180,7 +186,7 @@ def plan_readings(
             plan.reasons[number] = reason
         elif discovery and entry is not None and needs_recheck(entry):
             plan.to_check.append(number)
-            plan.reasons[number] = "waiting on checks"
+            plan.reasons[number] = "checks may still change"
         else:
             plan.unchanged.append(number)
 

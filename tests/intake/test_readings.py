@@ -156,7 +156,7 @@ def test_waiting_on_checks_is_checked_at_discovery_only() -> None:
     items = [item(1), item(2), item(3)]
     at_discovery = plan(items, waiting, discovery=True)
     assert at_discovery.to_check == [1, 2, 3] and at_discovery.to_read == []
-    assert at_discovery.reasons[2] == "waiting on checks"
+    assert at_discovery.reasons[2] == "checks may still change"
     # only the requests whose checks answered 200 join the query
     assert at_discovery.query_numbers(checked=[3, 99]) == [3]
     local_movement = plan(items, waiting, discovery=False)
@@ -169,12 +169,16 @@ def test_waiting_on_review_alone_is_not_rechecked() -> None:
     assert p.to_check == [] and p.unchanged == [1]
 
 
-def test_blocked_and_ready_are_not_rechecked() -> None:
+def test_settled_entries_are_not_rechecked_but_unsettled_checks_are_even_when_blocked() -> None:
     p = plan(
-        [item(1), item(2)],
-        [entry(1, checks_state="PENDING", review_decision="CHANGES_REQUESTED", state="blocked"), entry(2)],
+        [item(1), item(2), item(3)],
+        [
+            entry(1, checks_state="PENDING", review_decision="CHANGES_REQUESTED", state="blocked"),
+            entry(2),
+            entry(3, checks_state="SUCCESS", review_decision="CHANGES_REQUESTED", state="blocked"),
+        ],
     )
-    assert p.to_check == [] and p.unchanged == [1, 2]
+    assert p.to_check == [1] and p.unchanged == [2, 3]
 
 
 def test_a_moved_waiting_request_is_read_not_checked() -> None:
@@ -210,8 +214,10 @@ def test_list_items_may_be_parsed_already() -> None:
         ({"checks_state": "SUCCESS", "state": "waiting", "review_decision": "REVIEW_REQUIRED"}, False),
         ({"checks_state": "SUCCESS", "state": "ready"}, False),
         ({"checks_state": None, "state": "ready"}, False),
-        ({"checks_state": "FAILURE", "state": "blocked"}, False),
-        ({"checks_state": "PENDING", "state": "blocked"}, False),
+        ({"checks_state": "FAILURE", "state": "blocked"}, True),  # a re-run may turn it green
+        ({"checks_state": "ERROR", "state": "blocked"}, True),
+        ({"checks_state": "PENDING", "state": "blocked"}, True),
+        ({"checks_state": None, "state": "blocked", "mergeable": "CONFLICTING"}, False),
         ({"checks_state": None, "state": "draft", "draft": True}, False),
     ],
 )

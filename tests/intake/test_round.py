@@ -390,3 +390,22 @@ def test_a_host_that_cannot_reach_the_remote_keeps_its_pause_and_works_locally(
         session.forge.get("repos/o/r")
     assert gh.requests(since=mark) == 0
     assert entries(session)  # the queue stays readable
+
+
+def test_failing_checks_re_run_green_are_seen_at_the_next_discovery(session: Session, github: ServedDouble) -> None:
+    gh = github.gh
+    n = gh.open_pr(REPO, head_ref="flaky")
+    gh.review(REPO, n, "bob", "APPROVED")
+    gh.set_mergeable(REPO, n, "MERGEABLE")
+    sha = gh.pr(REPO, n).head_sha
+    gh.add_check_run(REPO, sha, "ci", status="completed", conclusion="failure")
+    one_round(session)
+    assert entries(session)[n].state == "blocked"
+    past_interval(github, session)
+    mark = gh.mark()
+    one_round(session)  # quiet: the failing checks are asked conditionally, for free
+    assert gh.counted(since=mark) == 0
+    gh.add_check_run(REPO, sha, "ci", status="completed", conclusion="success")  # a re-run, no updated_at move
+    past_interval(github, session)
+    report = one_round(session)
+    assert report.read == [n] and entries(session)[n].state == "ready"
