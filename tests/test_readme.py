@@ -36,7 +36,11 @@ def test_the_demo_tells_the_whole_story() -> None:
     result = run_demo(say=lines.append)
     story = "\n".join(lines)
     assert result.figures["host_b_calls"] == 0
-    assert result.figures["idle_counted"] == 0 and result.figures["idle_requests"] == result.figures["idle_rounds"]
+    assert result.figures["first_round_list"] == 1 and result.figures["first_round_points"] == 1
+    assert result.figures["first_round_checks"] == 2  # the baseline of #2's failing checks
+    assert result.figures["idle_counted"] == 0
+    assert result.figures["idle_list_calls"] == result.figures["idle_rounds"]
+    assert result.figures["idle_requests"] == 3 * result.figures["idle_rounds"]  # list + #2's two checks
     assert result.figures["change_rest"] == 1 and result.figures["change_points"] == 1
     assert result.figures["host_b_paused_calls"] == 0
     assert result.figures["probes"] == 1
