@@ -74,15 +74,7 @@ class Ledger:
         pattern = re.compile(path) if path is not None else None
         with self._lock:
             waiting = list(self._pending.values())
-        return [
-            a
-            for a in waiting
-            if a.index >= (since or 0)
-            and (pool is None or a.pool == pool)
-            and (resource is None or a.resource == resource)
-            and (method is None or a.method == method.upper())
-            and (pattern is None or pattern.search(a.path))
-        ]
+        return [a for a in waiting if a.index >= (since or 0) and _matches(a, pool, resource, method, pattern)]
 
     def all(self) -> list[Call]:
         with self._lock:
@@ -108,9 +100,17 @@ class Ledger:
         return [
             c
             for c in chosen
-            if (pool is None or c.pool == pool)
-            and (resource is None or c.resource == resource)
-            and (method is None or c.method == method.upper())
-            and (pattern is None or pattern.search(c.path))
-            and (status is None or c.status == status)
+            if _matches(c, pool, resource, method, pattern) and (status is None or c.status == status)
         ]
+
+
+def _matches(
+    item: Call | Arrival, pool: str | None, resource: str | None, method: str | None, pattern: re.Pattern[str] | None
+) -> bool:
+    """One filter for answered calls and calls still on the wire alike."""
+    return (
+        (pool is None or item.pool == pool)
+        and (resource is None or item.resource == resource)
+        and (method is None or item.method == method.upper())
+        and (pattern is None or pattern.search(item.path) is not None)
+    )
