@@ -25,6 +25,7 @@ from .model import (
     CheckRun,
     CommitStatus,
     DoubleError,
+    Issue,
     PullRequest,
     Review,
     World,
@@ -60,8 +61,12 @@ class GitHubDouble:
     def _now(self) -> int:
         return int(self.clock.time())
 
-    def _touch(self, pr: PullRequest) -> None:
-        pr.updated_at = max(self._now(), pr.updated_at + 1)
+    def _later(self, then: int) -> int:
+        """Now, or a second after ``then`` if the clock stood still: a change always shows."""
+        return max(self._now(), then + 1)
+
+    def _touch(self, pr: PullRequest | Issue) -> None:
+        pr.updated_at = self._later(pr.updated_at)
 
     # -- people and credentials -------------------------------------------------
     def add_user(self, login: str) -> str:
@@ -273,6 +278,89 @@ class GitHubDouble:
         """Where a branch points (a pull request's ``base.sha``); otherwise a stable made-up sha."""
         with self.lock:
             self.world.repo(repo).branches[branch] = sha
+
+    # -- repository-level activity ----------------------------------------------
+    # None of these moves a pull request, yet each changes the repository GitHub
+    # embeds in every pull request item and in the combined status.
+    def push_branch(self, repo: str, branch: str, sha: str | None = None) -> str:
+        """A push to ``branch``; moves ``pushed_at``; returns the new 40-hex sha.
+
+        Meant for a branch no request heads (unrelated activity). A push to an
+        open request's head branch moves that request too, as on GitHub.
+        """
+        with self.lock:
+            r = self.world.repo(repo)
+            r.pushed_at = self._later(r.pushed_at)
+            new = sha or fake_sha(repo, "push", branch, r.pushed_at, len(r.branches))
+            r.branches[branch] = new
+            for pr in r.pulls.values():
+                if pr.state == "open" and pr.head_ref == branch:
+                    pr.commits.append(new)
+                    pr.head_sha = new
+                    self._touch(pr)
+            return new
+
+    def star(self, repo: str, login: str | None = None) -> None:
+        """``login`` stars the repository (again: no change); stargazers and watchers +1, updated_at moves."""
+        with self.lock:
+            r = self.world.repo(repo)
+            who = login or f"stargazer-{len(r.stargazers) + 1}"
+            if who in r.stargazers:
+                return
+            self.world.add_user(who)
+            r.stargazers.append(who)
+            r.updated_at = self._later(r.updated_at)
+
+    def fork(self, repo: str, owner: str | None = None) -> str:
+        """A fork under ``owner``; forks_count +1; returns the fork's full name."""
+        with self.lock:
+            r = self.world.repo(repo)
+            who = owner or f"forker-{len(r.forks) + 1}"
+            self.world.add_user(who)
+            name, n = f"{who}/{r.name}", 1
+            while name in self.world.repos:
+                name, n = f"{who}/{r.name}-{n}", n + 1
+            child = self.world.add_repo(name, r.default_branch, r.private, self._now())
+            child.parent = r.full_name
+            child.branches = dict(r.branches)
+            r.forks.append(name)
+            return name
+
+    def open_issue(self, repo: str, title: str = "", author: str | None = None) -> int:
+        """An issue; its number comes from the pull requests' sequence; open_issues_count +1."""
+        with self.lock:
+            r = self.world.repo(repo)
+            login = author or "alice"
+            self.world.add_user(login)
+            number = r.next_number
+            r.next_number += 1
+            now = self._now()
+            r.issues[number] = Issue(repo=repo, number=number, id=self.world.next_id("pull"),
+                                     title=title or f"Issue {number}", author=login,
+                                     created_at=now, updated_at=now)
+            return number
+
+    def close_issue(self, repo: str, number: int) -> None:
+        """Closes an issue (open_issues_count -1); a pull request is closed with ``close_pr``."""
+        with self.lock:
+            issue = self.world.issue(repo, number)
+            if issue.state == "closed":
+                return
+            self._touch(issue)
+            issue.state, issue.closed_at = "closed", issue.updated_at
+
+    def comment(self, repo: str, number: int, body: str = "", author: str | None = None) -> None:
+        """An issue comment on #number: on a pull request it moves updated_at; no repository counter moves."""
+        with self.lock:
+            r = self.world.repo(repo)
+            self.world.add_user(author or "alice")
+            target: PullRequest | Issue
+            if int(number) in r.pulls:
+                target = r.pulls[int(number)]
+            else:
+                target = self.world.issue(repo, number)
+            target.comments += 1
+            self._touch(target)
 
     def pr(self, repo: str, number: int) -> PullRequest:
         """The model object itself, for assertions (read it; change it through the methods)."""

@@ -177,7 +177,10 @@ def repo_node(ctx: GqlContext, repo: Repo) -> dict[str, Any]:
         "resourcePath": f"/{repo.full_name}",
         "createdAt": _t(repo.created_at),
         "updatedAt": _t(repo.updated_at),
-        "pushedAt": _t(repo.updated_at),
+        "pushedAt": _t(repo.pushed_at),
+        "stargazerCount": len(repo.stargazers),
+        "forkCount": len(repo.forks),
+        "isFork": repo.parent is not None,
         "pullRequest": lambda info, number, **_: _pull_request(ctx, repo, number),
         "pullRequests": lambda info, **kw: _pull_requests(ctx, repo, **kw),
     }

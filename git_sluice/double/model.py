@@ -6,10 +6,16 @@ under the facade's lock. Tokens are kept by their SHA-256 only, so not even
 the double's memory dumps hold a secret.
 
 Which changes move a pull request's ``updated_at`` follows GitHub: a push, a
-review, a label, a title, the draft flag, a merge or a close do; a check run,
-a commit status or a change of mergeability do not (that is why git-sluice
-asks check runs separately). A change always moves ``updated_at`` forward by at
-least one second, so "it moved" holds even when a test's clock stood still.
+review, a label, a title, the draft flag, a merge, a close or an issue comment
+do; a check run, a commit status or a change of mergeability do not (that is
+why git-sluice asks check runs separately). A change always moves
+``updated_at`` forward by at least one second, so "it moved" holds even when a
+test's clock stood still.
+
+Repository-level activity lives on :class:`Repo`: ``pushed_at``, stars,
+forks and issues. GitHub embeds the whole repository in every pull request
+item (``base.repo``, ``head.repo``) and in the combined status, so this
+activity changes those bodies (and their ETags) though no request moved.
 """
 
 from __future__ import annotations
@@ -150,6 +156,7 @@ class PullRequest:
     closed_at: int | None = None
     merged_at: int | None = None
     body: str = ""
+    comments: int = 0  # issue comments (the single pull request's ``comments``)
 
     @property
     def node_id(self) -> str:
@@ -179,6 +186,22 @@ class PullRequest:
 
 
 @dataclass
+class Issue:
+    """An issue (not a pull request); it shares the repository's numbers with pull requests."""
+
+    repo: str
+    number: int
+    id: int
+    title: str
+    author: str
+    created_at: int
+    updated_at: int
+    state: str = "open"  # "open" | "closed"
+    closed_at: int | None = None
+    comments: int = 0
+
+
+@dataclass
 class Repo:
     full_name: str
     id: int
@@ -186,8 +209,14 @@ class Repo:
     private: bool
     created_at: int
     updated_at: int
+    pushed_at: int = 0
     pulls: dict[int, PullRequest] = field(default_factory=dict)
+    issues: dict[int, Issue] = field(default_factory=dict)
     next_number: int = 1
+    stargazers: list[str] = field(default_factory=list)
+    forks: list[str] = field(default_factory=list)  # full names of its forks
+    parent: str | None = None  # the repository this one is a fork of
+    size: int = 0  # KB, as GitHub reports it
     check_runs: dict[str, dict[str, CheckRun]] = field(default_factory=dict)
     statuses: dict[str, dict[str, CommitStatus]] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
@@ -203,6 +232,13 @@ class Repo:
     @property
     def node_id(self) -> str:
         return node_id("R", "repo", self.id)
+
+    @property
+    def open_issues_count(self) -> int:
+        """GitHub's count: open issues *and* open pull requests."""
+        return sum(1 for i in self.issues.values() if i.state == "open") + sum(
+            1 for p in self.pulls.values() if p.state == "open"
+        )
 
     def branch_sha(self, branch: str) -> str:
         return self.branches.get(branch) or fake_sha(self.full_name, "branch", branch)
@@ -318,6 +354,7 @@ class World:
                 private=private,
                 created_at=now,
                 updated_at=now,
+                pushed_at=now,
             )
         return self.repos[full_name]
 
@@ -333,3 +370,11 @@ class World:
             return repo.pulls[int(number)]
         except KeyError:
             raise DoubleError(f"no pull request #{number} in {full_name}") from None
+
+    def issue(self, full_name: str, number: int) -> Issue:
+        repo = self.repo(full_name)
+        try:
+            return repo.issues[int(number)]
+        except KeyError:
+            kind = "a pull request" if int(number) in repo.pulls else "no issue"
+            raise DoubleError(f"#{number} in {full_name} is {kind}, not an issue") from None

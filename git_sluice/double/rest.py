@@ -149,7 +149,7 @@ def get_user(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
         return RestAnswer(403, {"message": "Resource not accessible by integration", "documentation_url": DOCS},
                           cacheable=False)
     user = ctx.gh.world.users[p.login or ""]
-    return RestAnswer(200, {**shapes.user_json(ctx.api, ctx.html, user, user.login), "name": user.login})
+    return RestAnswer(200, shapes.private_user_json(ctx.api, ctx.html, user))
 
 
 @route("GET", r"/users/(?P<login>[^/]+)")
@@ -157,7 +157,7 @@ def get_a_user(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
     user = ctx.gh.world.users.get(m["login"])
     if user is None:
         return not_found()
-    return RestAnswer(200, shapes.user_json(ctx.api, ctx.html, user, user.login))
+    return RestAnswer(200, shapes.public_user_json(ctx.api, ctx.html, user))
 
 
 @route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)")
@@ -165,8 +165,11 @@ def get_repo(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
     repo = _readable_repo(ctx, m["o"], m["r"])
     if repo is None:
         return not_found()
-    body = shapes.repo_json(ctx.api, ctx.html, repo, ctx.gh.world.users.get(repo.owner))
-    return RestAnswer(200, body, modified=repo.updated_at)
+    world = ctx.gh.world
+    parent = world.repos.get(repo.parent) if repo.parent else None
+    body = shapes.full_repo_json(ctx.api, ctx.html, repo, world.users.get(repo.owner), parent,
+                                 world.users.get(parent.owner) if parent else None)
+    return RestAnswer(200, body, modified=max(repo.updated_at, repo.pushed_at))
 
 
 # -- pull requests --------------------------------------------------------------

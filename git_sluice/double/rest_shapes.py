@@ -19,20 +19,115 @@ def _t(epoch: int | None) -> str | None:
 
 
 def user_json(api: str, html: str, user: User | None, login: str) -> dict[str, Any]:
+    """GitHub's "simple user", every field its schema requires."""
     uid = user.id if user else 0
+    url = f"{api}/users/{login}"
     return {
         "login": login,
         "id": uid,
         "node_id": user.node_id if user else node_id("U", "user", login),
         "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4",
-        "url": f"{api}/users/{login}",
+        "gravatar_id": "",
+        "url": url,
         "html_url": f"{html}/{login}",
+        "followers_url": f"{url}/followers",
+        "following_url": f"{url}/following{{/other_user}}",
+        "gists_url": f"{url}/gists{{/gist_id}}",
+        "starred_url": f"{url}/starred{{/owner}}{{/repo}}",
+        "subscriptions_url": f"{url}/subscriptions",
+        "organizations_url": f"{url}/orgs",
+        "repos_url": f"{url}/repos",
+        "events_url": f"{url}/events{{/privacy}}",
+        "received_events_url": f"{url}/received_events",
         "type": "User",
         "site_admin": False,
     }
 
 
+def public_user_json(api: str, html: str, user: User) -> dict[str, Any]:
+    """``GET /users/{login}`` and ``GET /user``: the simple user and the profile around it."""
+    return {
+        **user_json(api, html, user, user.login),
+        "name": user.login,
+        "company": None,
+        "blog": "",
+        "location": None,
+        "email": None,
+        "hireable": None,
+        "bio": None,
+        "twitter_username": None,
+        "public_repos": 0,
+        "public_gists": 0,
+        "followers": 0,
+        "following": 0,
+        "created_at": _t(0),
+        "updated_at": _t(0),
+    }
+
+
+def private_user_json(api: str, html: str, user: User) -> dict[str, Any]:
+    """``GET /user``: the public profile and what only its owner sees."""
+    return {
+        **public_user_json(api, html, user),
+        "private_gists": 0,
+        "total_private_repos": 0,
+        "owned_private_repos": 0,
+        "disk_usage": 0,
+        "collaborators": 0,
+        "two_factor_authentication": True,
+        "plan": {"name": "free", "space": 976562499, "collaborators": 0, "private_repos": 10000},
+    }
+
+
+_REPO_TEMPLATES = {
+    "archive_url": "/{archive_format}{/ref}",
+    "assignees_url": "/assignees{/user}",
+    "blobs_url": "/git/blobs{/sha}",
+    "branches_url": "/branches{/branch}",
+    "collaborators_url": "/collaborators{/collaborator}",
+    "comments_url": "/comments{/number}",
+    "commits_url": "/commits{/sha}",
+    "compare_url": "/compare/{base}...{head}",
+    "contents_url": "/contents/{+path}",
+    "contributors_url": "/contributors",
+    "deployments_url": "/deployments",
+    "downloads_url": "/downloads",
+    "events_url": "/events",
+    "forks_url": "/forks",
+    "git_commits_url": "/git/commits{/sha}",
+    "git_refs_url": "/git/refs{/sha}",
+    "git_tags_url": "/git/tags{/sha}",
+    "hooks_url": "/hooks",
+    "issue_comment_url": "/issues/comments{/number}",
+    "issue_events_url": "/issues/events{/number}",
+    "issues_url": "/issues{/number}",
+    "keys_url": "/keys{/key_id}",
+    "labels_url": "/labels{/name}",
+    "languages_url": "/languages",
+    "merges_url": "/merges",
+    "milestones_url": "/milestones{/number}",
+    "notifications_url": "/notifications{?since,all,participating}",
+    "pulls_url": "/pulls{/number}",
+    "releases_url": "/releases{/id}",
+    "stargazers_url": "/stargazers",
+    "statuses_url": "/statuses/{sha}",
+    "subscribers_url": "/subscribers",
+    "subscription_url": "/subscription",
+    "tags_url": "/tags",
+    "teams_url": "/teams",
+    "trees_url": "/git/trees{/sha}",
+}
+
+
 def repo_json(api: str, html: str, repo: Repo, owner: User | None) -> dict[str, Any]:
+    """The whole repository, as GitHub embeds it in pull requests and the combined status.
+
+    Its counters and ``pushed_at`` are why unrelated activity (a push to
+    another branch, a star, a fork, an issue) changes every body that embeds it.
+    """
+    url = f"{api}/repos/{repo.full_name}"
+    host = html.split("://", 1)[-1]
+    stars, forks, issues = len(repo.stargazers), len(repo.forks), repo.open_issues_count
     return {
         "id": repo.id,
         "node_id": repo.node_id,
@@ -41,15 +136,54 @@ def repo_json(api: str, html: str, repo: Repo, owner: User | None) -> dict[str, 
         "private": repo.private,
         "owner": user_json(api, html, owner, repo.owner),
         "html_url": f"{html}/{repo.full_name}",
-        "url": f"{api}/repos/{repo.full_name}",
-        "pulls_url": f"{api}/repos/{repo.full_name}/pulls{{/number}}",
-        "fork": False,
-        "visibility": "private" if repo.private else "public",
+        "description": None,
+        "fork": repo.parent is not None,
+        "url": url,
+        **{key: url + suffix for key, suffix in _REPO_TEMPLATES.items()},
+        "git_url": f"git://{host}/{repo.full_name}.git",
+        "ssh_url": f"git@{host}:{repo.full_name}.git",
+        "clone_url": f"{html}/{repo.full_name}.git",
+        "svn_url": f"{html}/{repo.full_name}",
+        "mirror_url": None,
+        "homepage": None,
+        "language": None,
+        "size": repo.size,
+        "stargazers_count": stars,
+        "watchers_count": stars,
+        "forks_count": forks,
+        "open_issues_count": issues,
+        "forks": forks,
+        "open_issues": issues,
+        "watchers": stars,
         "default_branch": repo.default_branch,
+        "visibility": "private" if repo.private else "public",
+        "is_template": False,
+        "topics": [],
+        "has_issues": True,
+        "has_projects": True,
+        "has_wiki": True,
+        "has_pages": False,
+        "has_downloads": True,
+        "has_discussions": False,
+        "archived": False,
+        "disabled": False,
+        "allow_forking": True,
+        "web_commit_signoff_required": False,
+        "license": None,
         "created_at": _t(repo.created_at),
         "updated_at": _t(repo.updated_at),
-        "pushed_at": _t(repo.updated_at),
+        "pushed_at": _t(repo.pushed_at),
     }
+
+
+def full_repo_json(api: str, html: str, repo: Repo, owner: User | None, parent: Repo | None,
+                   parent_owner: User | None) -> dict[str, Any]:
+    """``GET /repos/{o}/{r}``: the embedded form plus what only the single repository carries."""
+    out = repo_json(api, html, repo, owner)
+    out.update({"network_count": len(repo.forks), "subscribers_count": 0})
+    if parent is not None:
+        out["parent"] = out["source"] = repo_json(api, html, parent, parent_owner)
+    return out
 
 
 def _label_json(api: str, repo: Repo, name: str) -> dict[str, Any]:
@@ -127,7 +261,7 @@ def pr_json(
                 "rebaseable": mergeable,
                 "mergeable_state": {"MERGEABLE": "clean", "CONFLICTING": "dirty"}.get(pr.mergeable, "unknown"),
                 "merged_by": None,
-                "comments": 0,
+                "comments": pr.comments,
                 "review_comments": 0,
                 "maintainer_can_modify": False,
                 "commits": len(pr.commits),
@@ -154,7 +288,7 @@ def issue_json(api: str, html: str, repo: Repo, pr: PullRequest, users: dict[str
         "labels": [_label_json(api, repo, name) for name in pr.labels],
         "state": pr.state,
         "locked": False,
-        "comments": 0,
+        "comments": pr.comments,
         "created_at": _t(pr.created_at),
         "updated_at": _t(pr.updated_at),
         "closed_at": _t(pr.closed_at),

@@ -94,6 +94,35 @@ def _repo(gh: GitHubDouble, repo: dict[str, Any]) -> None:
     for pull in repo.get("pulls", []):
         for i in range(1, int(pull.get("repeat", 1)) + 1):
             _pull(gh, name, pull, i)
+    _activity(gh, name, repo)
+
+
+def _people(value: Any, what: str) -> list[str | None]:
+    """``3`` (made-up people) or ``["bob", "carol"]``."""
+    if isinstance(value, bool) or not isinstance(value, (int, list)):
+        raise DoubleError(f"{what}: expected a number or a list of logins, not {value!r}")
+    return [None] * value if isinstance(value, int) else [str(v) for v in value]
+
+
+def _activity(gh: GitHubDouble, name: str, repo: dict[str, Any]) -> None:
+    """Repository-level activity: what changes the embedded repository without moving a request."""
+    for push in repo.get("pushes", []):
+        spec = {"branch": push} if isinstance(push, str) else push
+        gh.push_branch(name, spec["branch"], spec.get("sha"))
+    for login in _people(repo.get("stars", 0), "stars"):
+        gh.star(name, login)
+    for owner in _people(repo.get("forks", 0), "forks"):
+        gh.fork(name, owner)
+    for issue in repo.get("issues", []):
+        for i in range(1, int(issue.get("repeat", 1)) + 1):
+            number = gh.open_issue(name, issue.get("title", "").replace("{i}", str(i)), issue.get("author"))
+            for _ in range(int(issue.get("comments", 0))):
+                gh.comment(name, number, author=issue.get("author"))
+            state = issue.get("state", "open")
+            if state == "closed":
+                gh.close_issue(name, number)
+            elif state != "open":
+                raise DoubleError(f"issue state {state!r}: expected open or closed")
 
 
 def _pull(gh: GitHubDouble, repo: str, pull: dict[str, Any], i: int) -> None:
@@ -113,6 +142,8 @@ def _pull(gh: GitHubDouble, repo: str, pull: dict[str, Any], i: int) -> None:
     sha = gh.pr(repo, number).head_sha
     for label in pull.get("labels", []):
         gh.add_label(repo, number, label)
+    for _ in range(int(pull.get("comments", 0))):
+        gh.comment(repo, number, author=pull.get("author"))
     for review in pull.get("reviews", []):
         gh.review(repo, number, review["author"], review["state"], review.get("body", ""))
     for check in pull.get("checks", []):
