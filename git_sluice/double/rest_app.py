@@ -34,7 +34,9 @@ def get_app(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
     if refused:
         return refused
     app = ctx.gh.world.apps[ctx.principal.app_id or 0]
-    return RestAnswer(200, {"id": app.app_id, "slug": app.slug, "name": app.slug}, cacheable=False)
+    owner = next((i.account for i in ctx.gh.world.installations.values() if i.app_id == app.app_id), app.slug)
+    return RestAnswer(200, shapes.app_json(ctx.api, ctx.html, app.app_id, app.slug, app.slug, owner),
+                      cacheable=False)
 
 
 @route("GET", r"/app/installations")
@@ -90,6 +92,7 @@ def create_installation_token(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
         names = request.get("repositories") if isinstance(request, dict) else None
         if isinstance(names, list):
             wanted = [n if "/" in n else f"{inst.account}/{n}" for n in names]
+    world = ctx.gh.world
     token = "ghs_" + "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(36))
     expires = int(ctx.now + ctx.gh.installation_token_ttl)
     grant = ctx.gh.world.mint_installation_token(inst.installation_id, token, expires, wanted)
@@ -98,7 +101,11 @@ def create_installation_token(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
         "expires_at": rfc3339(expires),
         "permissions": shapes.installation_json(ctx.api, inst)["permissions"],
         "repository_selection": "selected",
-        "repositories": [{"full_name": r, "name": r.split("/", 1)[1]} for r in sorted(grant.repos or ())],
+        "repositories": [
+            shapes.repo_json(ctx.api, ctx.html, world.repos[r], world.users.get(world.repos[r].owner))
+            for r in sorted(grant.repos or ())
+            if r in world.repos
+        ],
     }
     return RestAnswer(201, body, cacheable=False)
 

@@ -194,7 +194,7 @@ def _label_json(api: str, repo: Repo, name: str) -> dict[str, Any]:
         "name": name,
         "color": "ededed",
         "default": False,
-        "description": None,
+        "description": "",
     }
 
 
@@ -227,6 +227,9 @@ def pr_json(
         "patch_url": f"{html}/{repo.full_name}/pull/{pr.number}.patch",
         "issue_url": f"{base_url}/issues/{pr.number}",
         "commits_url": f"{base_url}/pulls/{pr.number}/commits",
+        "review_comments_url": f"{base_url}/pulls/{pr.number}/comments",
+        "review_comment_url": f"{base_url}/pulls/comments{{/number}}",
+        "comments_url": f"{base_url}/issues/{pr.number}/comments",
         "statuses_url": f"{base_url}/statuses/{pr.head_sha}",
         "number": pr.number,
         "state": pr.state,
@@ -248,6 +251,16 @@ def pr_json(
         "requested_teams": [],
         "head": _ref_json(api, html, repo, owner, pr.head_ref, pr.head_sha),
         "base": _ref_json(api, html, repo, owner, pr.base, repo.branch_sha(pr.base)),
+        "_links": {
+            "self": {"href": f"{base_url}/pulls/{pr.number}"},
+            "html": {"href": f"{html}/{repo.full_name}/pull/{pr.number}"},
+            "issue": {"href": f"{base_url}/issues/{pr.number}"},
+            "comments": {"href": f"{base_url}/issues/{pr.number}/comments"},
+            "review_comments": {"href": f"{base_url}/pulls/{pr.number}/comments"},
+            "review_comment": {"href": f"{base_url}/pulls/comments{{/number}}"},
+            "commits": {"href": f"{base_url}/pulls/{pr.number}/commits"},
+            "statuses": {"href": f"{base_url}/statuses/{pr.head_sha}"},
+        },
         "author_association": "CONTRIBUTOR",
         "auto_merge": None,
         "draft": pr.draft,
@@ -279,6 +292,9 @@ def issue_json(api: str, html: str, repo: Repo, pr: PullRequest, users: dict[str
     return {
         "url": f"{base_url}/issues/{pr.number}",
         "repository_url": base_url,
+        "labels_url": f"{base_url}/issues/{pr.number}/labels{{/name}}",
+        "comments_url": f"{base_url}/issues/{pr.number}/comments",
+        "events_url": f"{base_url}/issues/{pr.number}/events",
         "html_url": f"{html}/{repo.full_name}/pull/{pr.number}",
         "id": pr.id,
         "node_id": pr.node_id,
@@ -288,6 +304,10 @@ def issue_json(api: str, html: str, repo: Repo, pr: PullRequest, users: dict[str
         "labels": [_label_json(api, repo, name) for name in pr.labels],
         "state": pr.state,
         "locked": False,
+        "assignee": None,
+        "assignees": [],
+        "milestone": None,
+        "author_association": "CONTRIBUTOR",
         "comments": pr.comments,
         "created_at": _t(pr.created_at),
         "updated_at": _t(pr.updated_at),
@@ -296,6 +316,8 @@ def issue_json(api: str, html: str, repo: Repo, pr: PullRequest, users: dict[str
         "pull_request": {
             "url": f"{base_url}/pulls/{pr.number}",
             "html_url": f"{html}/{repo.full_name}/pull/{pr.number}",
+            "diff_url": f"{html}/{repo.full_name}/pull/{pr.number}.diff",
+            "patch_url": f"{html}/{repo.full_name}/pull/{pr.number}.patch",
             "merged_at": _t(pr.merged_at),
         },
         "body": pr.body,
@@ -316,17 +338,43 @@ def check_run_json(api: str, html: str, repo: Repo, run: CheckRun) -> dict[str, 
         "conclusion": run.conclusion,
         "started_at": _t(run.started_at),
         "completed_at": _t(run.completed_at),
-        "output": {"title": None, "summary": None, "text": None, "annotations_count": 0},
+        "output": {
+            "title": None,
+            "summary": None,
+            "text": None,
+            "annotations_count": 0,
+            "annotations_url": f"{api}/repos/{repo.full_name}/check-runs/{run.id}/annotations",
+        },
         "name": run.name,
         "check_suite": {"id": run.id},
-        "app": {"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
+        "app": app_json(api, html, 15368, "github-actions", "GitHub Actions", "github"),
         "pull_requests": [],
+    }
+
+
+def app_json(api: str, html: str, app_id: int, slug: str, name: str, owner: str) -> dict[str, Any]:
+    """A GitHub App as GitHub shows it (``GET /app``, a check run's ``app``)."""
+    return {
+        "id": app_id,
+        "slug": slug,
+        "node_id": node_id("A", "app", app_id),
+        "client_id": f"Iv1.{fake_sha('app', app_id)[:16]}",
+        "owner": {**user_json(api, html, None, owner), "type": "Organization"},
+        "name": name,
+        "description": None,
+        "external_url": f"{html}/apps/{slug}",
+        "html_url": f"{html}/apps/{slug}",
+        "created_at": _t(0),
+        "updated_at": _t(0),
+        "permissions": {"checks": "read", "metadata": "read", "pull_requests": "read", "statuses": "read"},
+        "events": [],
     }
 
 
 def status_json(api: str, repo: Repo, sha: str, status: CommitStatus) -> dict[str, Any]:
     return {
         "url": f"{api}/repos/{repo.full_name}/statuses/{sha}",
+        "avatar_url": "https://avatars.githubusercontent.com/u/0?v=4",
         "id": status.id,
         "node_id": node_id("SC", repo.full_name, status.id),
         "state": status.state,
