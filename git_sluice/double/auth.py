@@ -5,7 +5,8 @@ tokens all spend the user's pool; an installation token spends its
 installation's pool and expires; an App's JWT (RS256, ``iss`` = app id) is
 good only on the App's own routes, where it is checked with PyJWT against
 the App's public key and the double's clock (GitHub: ``exp`` at most ten
-minutes ahead, ``iat`` not in the future).
+minutes ahead of GitHub's clock, with no drift allowed there; ``iat`` not in
+the future, 60 s of drift allowed, which is why clients back-date it).
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def _app_from_jwt(gh: "GitHubDouble", token: str, sha: str | None, now: float) -
             "which the assertion expires",
             sha,
         )
-    if exp > now + JWT_MAX_LIFETIME + JWT_CLOCK_DRIFT:
+    if exp > now + JWT_MAX_LIFETIME:
         return AuthFailure("'Expiration time' claim ('exp') is too far in the future", sha)
     if not isinstance(iat, (int, float)) or iat > now + JWT_CLOCK_DRIFT:
         return AuthFailure(

@@ -102,3 +102,43 @@ def test_a_token_can_be_narrowed_to_some_repositories(app: ServedDouble, http: h
     assert http.get(f"{app.url}/repos/o/r", headers=auth).status_code == 404
     listed = http.get(f"{app.url}/installation/repositories", headers=auth).json()
     assert listed["total_count"] == 1
+
+
+def test_a_jwt_may_expire_at_most_ten_minutes_ahead(app: ServedDouble, http: httpx.Client) -> None:
+    now = app.clock.time()
+
+    def minted(lifetime: int) -> int:
+        token = _jwt(now, lifetime=lifetime)
+        headers = {"Authorization": f"Bearer {token}"}
+        return http.post(f"{app.url}/app/installations/42/access_tokens", headers=headers).status_code
+
+    assert minted(600) == 201
+    assert minted(630) == 401  # GitHub allows no drift on exp
+
+
+def test_an_installation_token_lives_its_ttl_and_a_new_token_revalidates_nothing(
+    app: ServedDouble, http: httpx.Client
+) -> None:
+    gh, clock = app.gh, app.clock
+    gh.installation_token_ttl = 600
+
+    def mint() -> dict[str, str]:
+        bearer = {"Authorization": f"Bearer {_jwt(clock.time())}"}
+        body = http.post(f"{app.url}/app/installations/42/access_tokens", headers=bearer).json()
+        return {"Authorization": f"token {body['token']}"}
+
+    first = mint()
+    etag = http.get(f"{app.url}/repos/o/r/pulls", headers=first).headers["etag"]
+    assert http.get(f"{app.url}/repos/o/r/pulls", headers={**first, "If-None-Match": etag}).status_code == 304
+    clock.advance(599)
+    assert http.get(f"{app.url}/repos/o/r/pulls", headers=first).status_code == 200
+    clock.advance(1)
+    refused = http.get(f"{app.url}/repos/o/r/pulls", headers=first)
+    assert refused.status_code == 401 and refused.json()["message"] == "Bad credentials"
+    graphql = http.post(f"{app.url}/graphql", headers=first, json={"query": "{ viewer { login } }"})
+    assert graphql.status_code == 401
+
+    second = mint()  # ETags belong to the token: the new one's first look is a counted 200
+    mark = gh.mark()
+    assert http.get(f"{app.url}/repos/o/r/pulls", headers={**second, "If-None-Match": etag}).status_code == 200
+    assert [c.counted for c in gh.calls(since=mark)] == [True]
