@@ -57,11 +57,13 @@ METHODS = (
 )
 KNOBS = (
     "primary_status",
+    "primary_message",
     "secondary_status",
     "secondary_concurrency",
     "secondary_points_per_minute",
     "secondary_retry_after",
     "installation_token_ttl",
+    "graphql_timeout_nodes",
     "rate_limit_misreports_graphql",
     "etag_304_strong",
 )

@@ -47,11 +47,17 @@ class GitHubDouble:
         self._faults = Faults()
         # Knobs: how a spent or abused allowance answers.
         self.primary_status: int = 403
+        # "rotate": a window's first refusal says "API rate limit exceeded for …",
+        # later ones "API rate limit already exceeded for …"; or always one of them.
+        self.primary_message: str = "rotate"
+        self.refused_windows: set[tuple[str, str, int]] = set()
         self.secondary_status: int = 403
         self.secondary_concurrency: int = 100
         self.secondary_points_per_minute: dict[str, int] = {"core": 900, "graphql": 2000}
         self.secondary_retry_after: int | str | None = 60
         self.installation_token_ttl: float = 3600.0
+        # A GraphQL query over this many nodes "runs past GitHub's 10 s": 502, charged.
+        self.graphql_timeout_nodes: int | None = None
         # GitHub's /rate_limit has been seen reporting a full GraphQL bucket while
         # the live headers said it was spent; switch this on to reproduce it.
         self.rate_limit_misreports_graphql: bool = False

@@ -9,7 +9,8 @@ order by the pipeline:
   cleared), then it goes on;
 - *answer*: ``status``, ``drop``, ``not_json``, ``primary``, ``secondary``,
   ``graphql_rate_limited`` replace the answer (the first that matches wins);
-- *mangle*: ``truncate``, ``reset``, ``graphql_partial`` alter a normal answer.
+- *mangle*: ``truncate``, ``reset``, ``graphql_partial`` alter a normal answer;
+  ``graphql_timeout`` turns a priced, charged query into GitHub's 502.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from .model import DoubleError
 
 DELAY = ("hang",)
 ANSWER = ("status", "drop", "not_json", "primary", "secondary", "graphql_rate_limited")
-MANGLE = ("truncate", "reset", "graphql_partial")
+MANGLE = ("truncate", "reset", "graphql_partial", "graphql_timeout")
 KINDS = DELAY + ANSWER + MANGLE
-GRAPHQL_ONLY = ("graphql_rate_limited", "graphql_partial")
+GRAPHQL_ONLY = ("graphql_rate_limited", "graphql_partial", "graphql_timeout")
 
 _PARAMS: dict[str, dict[str, Any]] = {
     "hang": {"seconds": 2.0},
@@ -39,6 +40,7 @@ _PARAMS: dict[str, dict[str, Any]] = {
     "secondary": {"status": 403, "retry_after": 60},
     "graphql_rate_limited": {"type": "RATE_LIMITED"},
     "graphql_partial": {},
+    "graphql_timeout": {},
 }
 
 

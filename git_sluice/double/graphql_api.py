@@ -99,8 +99,21 @@ def rate_limited(principal: Principal, kind: str = "RATE_LIMITED") -> dict[str, 
     return _error_body(err)
 
 
-def run(gh: "GitHubDouble", principal: Principal, raw: bytes, now: float, partial: bool = False) -> GraphQLOutcome:
-    """One GraphQL request to its answer; the caller holds ``gh.lock``."""
+TIMEOUT_MESSAGE = (
+    "Something went wrong while executing your query. This may be the result of a timeout, or it could be "
+    "a GitHub bug. Please try again or contact support."
+)
+
+
+def run(
+    gh: "GitHubDouble", principal: Principal, raw: bytes, now: float, partial: bool = False, timeout: bool = False
+) -> GraphQLOutcome:
+    """One GraphQL request to its answer; the caller holds ``gh.lock``.
+
+    ``timeout`` (the ``graphql_timeout`` fault), or a query over the knob
+    ``graphql_timeout_nodes`` nodes, stands for a query that ran past GitHub's
+    10 s: 502, no data, and its points charged all the same.
+    """
     if principal.kind == "anon":
         return GraphQLOutcome(
             401,
@@ -151,6 +164,10 @@ def run(gh: "GitHubDouble", principal: Principal, raw: bytes, now: float, partia
         if cost.cost > bucket.remaining:
             return GraphQLOutcome(200, rate_limited(principal))
         bucket.charge(now, cost.cost)
+        limit = gh.graphql_timeout_nodes
+        if timeout or (limit is not None and cost.node_count > limit):
+            return GraphQLOutcome(502, {"data": None, "errors": [{"message": TIMEOUT_MESSAGE}]},
+                                  counted=True, cost=cost.cost)
     ctx = GqlContext(gh=gh, principal=principal, price=cost, bucket=bucket, now=now)
     if cost.dry_run:
         # GitHub prices a dry run without running it: only rateLimit answers.

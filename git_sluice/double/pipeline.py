@@ -162,8 +162,13 @@ def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float, threading.E
     if out.drop:
         return Response(status=0, drop=True)
     headers.update(out.headers)
-    headers.setdefault("Content-Type", "application/json; charset=utf-8")
-    headers["X-GitHub-Media-Type"] = "github.v3; format=json"
+    if out.status == 304:
+        # GitHub's 304 carries no Content-Type, X-GitHub-Media-Type or Link: a
+        # client pages through a confirmed list with the Link of its kept answer.
+        headers.pop("Link", None)
+    else:
+        headers.setdefault("Content-Type", "application/json; charset=utf-8")
+        headers["X-GitHub-Media-Type"] = "github.v3; format=json"
     headers["X-GitHub-Request-Id"] = f"D0B1:{next(_request_ids):08X}"
     return Response(status=out.status, headers=list(headers.items()), body=out.body)
 
@@ -186,9 +191,11 @@ def _answer(
     per_minute = gh.secondary_points_per_minute.get(resource)
     price = secondary_points(req.method, resource)
     if per_minute is not None:
-        if gh.secondary.points_last_minute(principal.pool_key, resource, now) + price > per_minute:
+        # GitHub's budget is per endpoint: 900 points a minute on each REST one.
+        where = f"{resource} {rest.endpoint(req.method, req.path)}"
+        if gh.secondary.points_last_minute(principal.pool_key, where, now) + price > per_minute:
             return _secondary(gh, gh.secondary_status, gh.secondary_retry_after)
-        gh.secondary.spend(principal.pool_key, resource, now, price)
+        gh.secondary.spend(principal.pool_key, where, now, price)
     if req.path == "/rate_limit" and req.method in ("GET", "HEAD"):
         return _Outcome(200, _json(_rate_limit_body(gh, principal, now)))
     if is_graphql:
@@ -200,7 +207,8 @@ def _answer(
 
 def _graphql(gh: "GitHubDouble", req: Request, principal: Principal, line: str, now: float) -> _Outcome:
     partial = gh.faults.take(("graphql_partial",), line, True) is not None
-    outcome = graphql_api.run(gh, principal, req.body, now, partial=partial)
+    timeout = gh.faults.take(("graphql_timeout",), line, True) is not None
+    outcome = graphql_api.run(gh, principal, req.body, now, partial=partial, timeout=timeout)
     body = _json(outcome.body)
     if outcome.status == 200 and gh.faults.take(("truncate",), line, True) is not None:
         body = body[: len(body) // 2]
@@ -213,7 +221,7 @@ def _graphql(gh: "GitHubDouble", req: Request, principal: Principal, line: str, 
 def _rest(gh: "GitHubDouble", req: Request, principal: Principal, resource: str, line: str, now: float) -> _Outcome:
     bucket = gh.limits.bucket(principal.pool_key, resource, now)
     if bucket.remaining <= 0:
-        return _primary(gh.primary_status, principal)
+        return _primary(gh.primary_status, principal, _already(gh, principal, resource, bucket.reset_at(now)))
     truncate = gh.faults.take(("truncate",), line, False) is not None
     ctx = rest.RestContext(
         gh=gh,
@@ -238,8 +246,9 @@ def _rest(gh: "GitHubDouble", req: Request, principal: Principal, resource: str,
         modified = int(ans.modified if ans.modified is not None else now)
         headers.update(CACHE_HEADERS)
         headers["ETag"] = f'W/"{digest}"'
-        headers["Last-Modified"] = http_date(modified)
-        if not truncate and _not_modified(req.headers, digest, modified):
+        if ans.single:
+            headers["Last-Modified"] = http_date(modified)
+        if not truncate and _not_modified(req.headers, digest, modified if ans.single else None):
             status, body, counted = 304, b"", False
             if gh.etag_304_strong:
                 headers["ETag"] = f'"{digest}"'
@@ -250,14 +259,18 @@ def _rest(gh: "GitHubDouble", req: Request, principal: Principal, resource: str,
     return _Outcome(status, body, headers, counted=counted, cost=1 if counted else 0)
 
 
-def _not_modified(headers: dict[str, str], digest: str, modified: int) -> bool:
-    """If-None-Match wins when present (RFC 9110); If-Modified-Since alone: nothing newer."""
+def _not_modified(headers: dict[str, str], digest: str, modified: int | None) -> bool:
+    """If-None-Match wins when present (RFC 9110); If-Modified-Since alone: nothing newer.
+
+    ``modified`` is None for an answer without Last-Modified (a list): there
+    If-Modified-Since alone is no question GitHub answers, so it gets a 200.
+    """
     inm = headers.get("if-none-match")
     if inm is not None:
         tags = [t.strip() for t in inm.split(",")]
         return any(t == "*" or t.removeprefix("W/").strip('"') == digest for t in tags)
     ims = headers.get("if-modified-since")
-    if ims is not None:
+    if ims is not None and modified is not None:
         since = parse_http_date(ims)
         return since is not None and modified <= since
     return False
@@ -274,9 +287,29 @@ def _rate_limit_body(gh: "GitHubDouble", principal: Principal, now: float) -> di
     return {"resources": resources, "rate": resources["core"]}
 
 
-def _primary(status: int, principal: Principal) -> _Outcome:
+PRIMARY_MESSAGES = ("rotate", "exceeded", "already")
+
+
+def _already(gh: "GitHubDouble", principal: Principal, resource: str, reset: int) -> bool:
+    """Whether this refusal says "already exceeded" (knob ``primary_message``).
+
+    GitHub has been seen to use both words; "rotate" says "exceeded" on a
+    window's first refusal and "already exceeded" on the ones after it.
+    """
+    if gh.primary_message == "exceeded":
+        return False
+    if gh.primary_message == "already":
+        return True
+    key = (principal.pool_key, resource, reset)
+    if key in gh.refused_windows:
+        return True
+    gh.refused_windows.add(key)
+    return False
+
+
+def _primary(status: int, principal: Principal, already: bool = False) -> _Outcome:
     subject = principal.limit_subject()
-    message = f"API rate limit exceeded for {subject}."
+    message = f"API rate limit {'already ' if already else ''}exceeded for {subject}."
     if principal.kind == "anon":
         message += (
             " (But here's the good news: Authenticated requests get a higher rate limit. "
@@ -306,7 +339,7 @@ def _fault_answer(gh: "GitHubDouble", fault: Fault, principal: Principal) -> _Ou
     if fault.kind == "not_json":
         return _Outcome(200, UNICORN, {"Content-Type": "text/html; charset=utf-8"})
     if fault.kind == "primary":
-        return _primary(int(p["status"]), principal)
+        return _primary(int(p["status"]), principal, gh.primary_message == "already")
     if fault.kind == "secondary":
         return _secondary(gh, int(p["status"]), p.get("retry_after"))
     # graphql_rate_limited

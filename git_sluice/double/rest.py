@@ -52,8 +52,9 @@ class RestAnswer:
     body: Any
     modified: float | None = None  # newest updated_at in the body; None: the clock
     link: str | None = None
-    cacheable: bool = True  # carries ETag / Last-Modified and may answer 304
+    cacheable: bool = True  # carries ETag (and Last-Modified if single) and may answer 304
     counted: bool = True
+    single: bool = False  # a single object: GitHub sends Last-Modified on these, not on lists
 
 
 def not_found() -> RestAnswer:
@@ -91,6 +92,15 @@ def answer(ctx: RestContext) -> RestAnswer:
         if match and verb == method:
             return handler(ctx, match)
     return not_found()
+
+
+def endpoint(method: str, path: str) -> str:
+    """The endpoint a call is on ("GET /repos/{o}/{r}/pulls"), as secondary limits count them."""
+    verb = "GET" if method == "HEAD" else method
+    for registered, pattern, _ in _ROUTES:
+        if registered == verb and pattern.match(path):
+            return f"{verb} {pattern.pattern}"
+    return f"{verb} {path}"
 
 
 # -- helpers ------------------------------------------------------------------
@@ -149,7 +159,7 @@ def get_user(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
         return RestAnswer(403, {"message": "Resource not accessible by integration", "documentation_url": DOCS},
                           cacheable=False)
     user = ctx.gh.world.users[p.login or ""]
-    return RestAnswer(200, shapes.private_user_json(ctx.api, ctx.html, user))
+    return RestAnswer(200, shapes.private_user_json(ctx.api, ctx.html, user), modified=0, single=True)
 
 
 @route("GET", r"/users/(?P<login>[^/]+)")
@@ -157,7 +167,7 @@ def get_a_user(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
     user = ctx.gh.world.users.get(m["login"])
     if user is None:
         return not_found()
-    return RestAnswer(200, shapes.public_user_json(ctx.api, ctx.html, user))
+    return RestAnswer(200, shapes.public_user_json(ctx.api, ctx.html, user), modified=0, single=True)
 
 
 @route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)")
@@ -169,7 +179,7 @@ def get_repo(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
     parent = world.repos.get(repo.parent) if repo.parent else None
     body = shapes.full_repo_json(ctx.api, ctx.html, repo, world.users.get(repo.owner), parent,
                                  world.users.get(parent.owner) if parent else None)
-    return RestAnswer(200, body, modified=max(repo.updated_at, repo.pushed_at))
+    return RestAnswer(200, body, modified=max(repo.updated_at, repo.pushed_at), single=True)
 
 
 # -- pull requests --------------------------------------------------------------
@@ -227,7 +237,7 @@ def get_pull(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
     if repo is None or pr is None:
         return not_found()
     body = shapes.pr_json(ctx.api, ctx.html, repo, pr, ctx.gh.world.users, full=True)
-    return RestAnswer(200, body, modified=pr.updated_at)
+    return RestAnswer(200, body, modified=pr.updated_at, single=True)
 
 
 # -- checks and statuses --------------------------------------------------------
