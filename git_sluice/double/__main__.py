@@ -1,4 +1,4 @@
-"""``python -m git_sluice.double [--scenario FILE] [--host H] [--port N]``.
+"""``python -m git_sluice.double [--scenario FILE] [--host H] [--port N] [--enterprise] [--rate-limits on|off]``.
 
 Prints the base URL alone on the first line of stdout (flushed), so a parent
 process reads one line and knows where to talk; then serves until SIGINT or
@@ -27,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", help="JSON file declaring users, tokens, repos, pull requests …")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    parser.add_argument("--enterprise", action="store_true",
+                        help="serve GitHub Enterprise Server's paths (/api/v3, /api/graphql), rate limits off")
+    parser.add_argument("--rate-limits", choices=("on", "off"),
+                        help="rate limiting on or off (default: on for github.com, off for --enterprise)")
     args = parser.parse_args(argv)
 
     clock = default_clock()
@@ -40,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         except ScenarioError as error:
             print(f"error: {error}", file=sys.stderr)
             return error.exit_code
+    if args.enterprise:
+        gh.enterprise, gh.rate_limits = True, False
+    if args.rate_limits is not None:
+        gh.rate_limits = args.rate_limits == "on"
 
     stop = threading.Event()
 

@@ -66,6 +66,8 @@ KNOBS = (
     "graphql_timeout_nodes",
     "rate_limit_misreports_graphql",
     "etag_304_strong",
+    "enterprise",
+    "rate_limits",
 )
 _INT_PARAMS = ("since", "status", "number")
 

@@ -36,9 +36,23 @@ from .model import (
 class GitHubDouble:
     """A GitHub that answers like GitHub for what git-sluice reads, and counts every call."""
 
-    def __init__(self, clock: Clock | None = None, html_url: str = "https://github.com") -> None:
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        html_url: str = "https://github.com",
+        enterprise: bool = False,
+        rate_limits: bool | None = None,
+    ) -> None:
+        """``enterprise``: GitHub Enterprise Server's paths (``/api/v3``, ``/api/graphql``).
+
+        ``rate_limits``: None is each product's default — on for github.com,
+        off for Enterprise Server (no ``x-ratelimit-*``, ``/rate_limit`` 404,
+        ``rateLimit`` null, nothing counted); True or False chooses.
+        """
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.html_url = html_url.rstrip("/")
+        self.enterprise: bool = bool(enterprise)
+        self.rate_limits: bool = (not self.enterprise) if rate_limits is None else bool(rate_limits)
         self.lock = threading.RLock()
         self.world = World()
         self.limits = Limits()

@@ -161,17 +161,19 @@ def run(
 
     bucket = gh.limits.bucket(principal.pool_key, "graphql", now)
     if not cost.dry_run:
-        if cost.cost > bucket.remaining:
-            return GraphQLOutcome(200, rate_limited(principal))
-        bucket.charge(now, cost.cost)
+        if gh.rate_limits:
+            if cost.cost > bucket.remaining:
+                return GraphQLOutcome(200, rate_limited(principal))
+            bucket.charge(now, cost.cost)
         limit = gh.graphql_timeout_nodes
         if timeout or (limit is not None and cost.node_count > limit):
             return GraphQLOutcome(502, {"data": None, "errors": [{"message": TIMEOUT_MESSAGE}]},
-                                  counted=True, cost=cost.cost)
+                                  counted=gh.rate_limits, cost=cost.cost)
     ctx = GqlContext(gh=gh, principal=principal, price=cost, bucket=bucket, now=now)
     if cost.dry_run:
         # GitHub prices a dry run without running it: only rateLimit answers.
         return GraphQLOutcome(200, {"data": _dry_run_data(operation, ctx)})
+    counted = gh.rate_limits  # Enterprise Server with limits off counts nothing
     middleware = [_FailOneField(depth) for depth in (2, 1)] if partial else [None]
     for failing in middleware:
         # The partial fault prefers failing a field two deep (a pull request, not the repository).
@@ -189,14 +191,16 @@ def run(
     if result.errors:
         body["errors"] = [_format_execution(e) for e in result.errors]
     body["data"] = result.data
-    return GraphQLOutcome(200, body, counted=True, cost=cost.cost)
+    return GraphQLOutcome(200, body, counted=counted, cost=cost.cost)
 
 
 def _dry_run_data(operation: Any, ctx: GqlContext) -> dict[str, Any]:
     numbers = rate_limit_values(ctx)
     data: dict[str, Any] = {}
     for sel in operation.selection_set.selections:
-        if isinstance(sel, FieldNode) and sel.name.value == "rateLimit":
+        if isinstance(sel, FieldNode) and sel.name.value == "rateLimit" and not ctx.gh.rate_limits:
+            data[sel.alias.value if sel.alias else "rateLimit"] = None
+        elif isinstance(sel, FieldNode) and sel.name.value == "rateLimit":
             fields = sel.selection_set.selections if sel.selection_set else []
             data[sel.alias.value if sel.alias else "rateLimit"] = {
                 (f.alias.value if f.alias else f.name.value): (

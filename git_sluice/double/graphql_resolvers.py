@@ -102,7 +102,8 @@ def root_value(ctx: GqlContext) -> dict[str, Any]:
     return {
         "repository": lambda info, owner, name, **_: _repository(ctx, owner, name),
         "viewer": lambda info: _viewer(ctx),
-        "rateLimit": lambda info, **_: rate_limit_values(ctx),
+        # Enterprise Server with rate limiting off answers rateLimit with null.
+        "rateLimit": lambda info, **_: rate_limit_values(ctx) if ctx.gh.rate_limits else None,
     }
 
 

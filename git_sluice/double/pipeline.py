@@ -66,6 +66,7 @@ class Request:
     headers: dict[str, str] = field(default_factory=dict)  # lower-case names
     body: bytes = b""
     base_url: str = "http://127.0.0.1"
+    outside_api: bool = False  # Enterprise Server: a path under neither /api/v3 nor /api/graphql
 
     @property
     def line(self) -> str:
@@ -125,12 +126,13 @@ def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float, threading.E
         principal = who if isinstance(who, Principal) else ANONYMOUS
         pool_key = principal.pool_key
         in_flight = gh.secondary.enter(pool_key)
+        limited = gh.rate_limits
     pool = principal.pool if isinstance(who, Principal) else None
     ticket = gh.arrive(pool, resource, req.method, req.target)
     out = _Outcome(500, b"")  # what the ledger says should the double itself fail
     headers: dict[str, str] = {}
     try:
-        if in_flight > gh.secondary_concurrency:
+        if limited and in_flight > gh.secondary_concurrency:
             with gh.lock:
                 out = _secondary(gh, gh.secondary_status, gh.secondary_retry_after)
         else:
@@ -139,7 +141,8 @@ def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float, threading.E
                 sleep(float(delay.params["seconds"]), delay.released)
             with gh.lock:
                 out = _answer(gh, req, who, principal, resource, line, is_graphql)
-        if not out.drop:
+        if not out.drop and limited:
+            # Enterprise Server with rate limiting off sends no x-ratelimit-* header at all.
             with gh.lock:
                 headers = _rate_headers(gh, principal, resource, gh.clock.time(), out.spent, line, is_graphql)
     finally:
@@ -186,9 +189,11 @@ def _answer(
     fault = gh.faults.take(ANSWER, line, is_graphql)
     if fault is not None:
         return _fault_answer(gh, fault, principal)
+    if req.outside_api:
+        return _Outcome(404, _json({"message": "Not Found", "documentation_url": rest.DOCS}))
     if isinstance(who, AuthFailure):
         return _Outcome(401, _json({"message": who.message, "documentation_url": rest.DOCS}))
-    per_minute = gh.secondary_points_per_minute.get(resource)
+    per_minute = gh.secondary_points_per_minute.get(resource) if gh.rate_limits else None
     price = secondary_points(req.method, resource)
     if per_minute is not None:
         # GitHub's budget is per endpoint: 900 points a minute on each REST one.
@@ -197,6 +202,8 @@ def _answer(
             return _secondary(gh, gh.secondary_status, gh.secondary_retry_after)
         gh.secondary.spend(principal.pool_key, where, now, price)
     if req.path == "/rate_limit" and req.method in ("GET", "HEAD"):
+        if not gh.rate_limits:
+            return _Outcome(404, _json({"message": "Rate limiting is not enabled.", "documentation_url": rest.DOCS}))
         return _Outcome(200, _json(_rate_limit_body(gh, principal, now)))
     if is_graphql:
         if req.method != "POST":
@@ -220,7 +227,7 @@ def _graphql(gh: "GitHubDouble", req: Request, principal: Principal, line: str, 
 
 def _rest(gh: "GitHubDouble", req: Request, principal: Principal, resource: str, line: str, now: float) -> _Outcome:
     bucket = gh.limits.bucket(principal.pool_key, resource, now)
-    if bucket.remaining <= 0:
+    if gh.rate_limits and bucket.remaining <= 0:
         return _primary(gh.primary_status, principal, _already(gh, principal, resource, bucket.reset_at(now)))
     truncate = gh.faults.take(("truncate",), line, False) is not None
     ctx = rest.RestContext(
@@ -239,7 +246,7 @@ def _rest(gh: "GitHubDouble", req: Request, principal: Principal, resource: str,
     headers: dict[str, str] = {}
     if ans.link:
         headers["Link"] = ans.link
-    counted = ans.counted
+    counted = ans.counted and gh.rate_limits
     status = ans.status
     if ans.cacheable and ans.status == 200 and req.method in ("GET", "HEAD"):
         digest = hashlib.sha256(body + b"\n" + (principal.token_sha or "").encode()).hexdigest()

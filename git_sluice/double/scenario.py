@@ -39,6 +39,7 @@ def load_scenario(gh: GitHubDouble, data: dict[str, Any], base_dir: Path | None 
         raise ScenarioError("scenario: expected a JSON object at the top")
     where = "scenario"
     try:
+        _product(gh, data)
         for login in data.get("users", []):
             where = f"users: {login!r}"
             gh.add_user(login)
@@ -63,6 +64,18 @@ def load_scenario(gh: GitHubDouble, data: dict[str, Any], base_dir: Path | None 
             gh.fault(spec.pop("kind"), **spec)
     except (DoubleError, KeyError, TypeError, ValueError, AttributeError) as error:
         raise ScenarioError(f"scenario, {where}: {error}") from None
+
+
+def _product(gh: GitHubDouble, data: dict[str, Any]) -> None:
+    """``"enterprise": true`` serves Enterprise Server (limits off unless ``"rate_limits": true``)."""
+    for key in ("enterprise", "rate_limits"):
+        if key in data and not isinstance(data[key], bool):
+            raise DoubleError(f"{key}: expected true or false, not {data[key]!r}")
+    if "enterprise" in data:
+        gh.enterprise = data["enterprise"]
+        gh.rate_limits = not gh.enterprise
+    if "rate_limits" in data:
+        gh.rate_limits = data["rate_limits"]
 
 
 def _tokens(gh: GitHubDouble, tokens: Any) -> None:

@@ -44,17 +44,21 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         split = urlsplit(self.path)
         host = self.headers.get("Host") or f"{self.server.server_address[0]}:{self.server.server_address[1]}"
-        if split.path.startswith(control.PREFIX):
-            status, payload = control.dispatch(self.server.gh, self.command, split.path, split.query, body)
+        control_path = split.path.removeprefix(ENTERPRISE_REST) if self.server.gh.enterprise else split.path
+        if control_path.startswith(control.PREFIX):
+            # under the printed base URL too, so "$URL/_double/…" works in both modes
+            status, payload = control.dispatch(self.server.gh, self.command, control_path, split.query, body)
             self._write(status, [("Content-Type", "application/json")], json.dumps(payload).encode())
             return
+        path, base, outside = api_path(self.server.gh.enterprise, split.path or "/", f"http://{host}")
         request = Request(
             method=self.command,
-            path=split.path or "/",
+            path=path,
             query=split.query,
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body,
-            base_url=f"http://{host}",
+            base_url=base,
+            outside_api=outside,
         )
         try:
             response = handle(self.server.gh, request, self.server.sleep)
@@ -80,6 +84,27 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _serve
+
+
+ENTERPRISE_REST = "/api/v3"
+ENTERPRISE_GRAPHQL = "/api/graphql"
+
+
+def api_path(enterprise: bool, path: str, origin: str) -> tuple[str, str, bool]:
+    """(the API path, the REST base for Link and URLs, whether it is outside the API).
+
+    Enterprise Server serves REST under ``/api/v3`` and GraphQL at
+    ``/api/graphql``; the pipeline, the ledger and faults see the path
+    without the prefix, as on github.com, so the same filters work on both.
+    """
+    if not enterprise:
+        return path, origin, False
+    base = origin + ENTERPRISE_REST
+    if path == ENTERPRISE_GRAPHQL:
+        return "/graphql", base, False
+    if path == ENTERPRISE_REST or path.startswith(ENTERPRISE_REST + "/"):
+        return path[len(ENTERPRISE_REST) :] or "/", base, False
+    return path, base, True
 
 
 class _Server(ThreadingHTTPServer):
@@ -114,13 +139,17 @@ class DoubleServer:
         self._thread.start()
 
     @property
-    def url(self) -> str:
-        """REST base, like https://api.github.com."""
+    def origin(self) -> str:
         return f"http://{self.host}:{self.port}"
 
     @property
+    def url(self) -> str:
+        """REST base, like https://api.github.com (Enterprise Server: ``…/api/v3``)."""
+        return self.origin + (ENTERPRISE_REST if self.gh.enterprise else "")
+
+    @property
     def graphql_url(self) -> str:
-        return f"{self.url}/graphql"
+        return self.origin + (ENTERPRISE_GRAPHQL if self.gh.enterprise else "/graphql")
 
     def close(self) -> None:
         self._server.stopping.set()
