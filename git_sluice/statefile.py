@@ -30,14 +30,14 @@ import json
 import logging
 import os
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
-
-import filelock
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import SluiceError
+
+if TYPE_CHECKING:
+    import filelock
 
 log = logging.getLogger("git_sluice")
 
@@ -58,7 +58,7 @@ def write_atomic(path: Path | str, data: bytes | str, *, mode: int = STATE_MODE)
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     # pid, thread and a random part: no two writers (processes, threads, worktrees) share a temp name
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{os.urandom(4).hex()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         try:
@@ -113,6 +113,8 @@ def _object(data: Any) -> dict[str, Any]:
 @contextlib.contextmanager
 def held(lock: filelock.BaseFileLock, *, busy: str) -> Iterator[None]:
     """Hold ``lock``; its timeout running out raises :class:`StateFileBusy` with ``busy`` as the subject."""
+    import filelock
+
     try:
         lock.acquire()
     except filelock.Timeout:
@@ -126,8 +128,25 @@ def held(lock: filelock.BaseFileLock, *, busy: str) -> Iterator[None]:
         lock.release()
 
 
+def try_acquire(lock: filelock.BaseFileLock) -> bool:
+    """Take ``lock`` if it is free, without waiting (a runner that finds it held leaves its work to the holder)."""
+    import filelock
+
+    try:
+        lock.acquire(blocking=False)
+    except filelock.Timeout:
+        return False
+    return True
+
+
 def file_lock(path: Path | str, *, timeout: float = LOCK_TIMEOUT) -> filelock.FileLock:
-    """A lock file beside the state it guards (its folder is made, private, if missing)."""
+    """A lock file beside the state it guards (its folder is made, private, if missing).
+
+    filelock is imported here, not at the top: commands that only read state
+    (``git sluice queue``, polled by dashboards) never pay for its import.
+    """
+    import filelock
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     return filelock.FileLock(str(path), timeout=timeout)
@@ -145,7 +164,7 @@ class JsonDocument:
     def __init__(self, path: Path | str, *, what: str) -> None:
         self.path = Path(path)
         self.what = what
-        self._lock = filelock.FileLock(str(self.path) + ".lock", timeout=LOCK_TIMEOUT)
+        self._lock: filelock.FileLock | None = None  # made by the first writer: readers never import filelock
 
     def read(self) -> dict[str, Any]:
         """The document; empty when absent, and when corrupt (with a warning)."""
@@ -154,7 +173,8 @@ class JsonDocument:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the document's lock (for a read that must see no update half-way)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self._lock is None:
+            self._lock = file_lock(str(self.path) + ".lock")
         with held(self._lock, busy=f"the lock of the {self.what}"):
             yield
 

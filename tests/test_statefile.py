@@ -7,13 +7,15 @@ import logging
 import multiprocessing
 import os
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from git_sluice import statefile
-from git_sluice.statefile import JsonDocument, StateFileBusy, file_lock, held, load_json, write_atomic
+from git_sluice.statefile import JsonDocument, StateFileBusy, file_lock, held, load_json, try_acquire, write_atomic
 
 
 def _leftovers(directory: Path) -> list[str]:
@@ -152,6 +154,26 @@ def test_a_held_lock_past_its_timeout_names_the_lock(tmp_path: Path) -> None:
         pass  # released: the next holder gets it at once
 
 
-def test_one_timeout_for_documents() -> None:
-    doc = JsonDocument("/nonexistent/d.json", what="x")
-    assert doc._lock.timeout == statefile.LOCK_TIMEOUT == 30.0
+def test_one_timeout_for_documents(tmp_path: Path) -> None:
+    doc = JsonDocument(tmp_path / "d.json", what="x")
+    with doc.locked():
+        assert doc._lock is not None and doc._lock.timeout == statefile.LOCK_TIMEOUT == 30.0
+
+
+def test_try_acquire_does_not_wait(tmp_path: Path) -> None:
+    first, second = file_lock(tmp_path / "r.lock"), file_lock(tmp_path / "r.lock")
+    assert try_acquire(first)
+    try:
+        assert not try_acquire(second)
+    finally:
+        first.release()
+    assert try_acquire(second)
+    second.release()
+
+
+def test_reading_state_does_not_import_filelock(tmp_path: Path) -> None:
+    code = (
+        "import sys; from git_sluice.intake.queue import QueueStore; "
+        f"QueueStore({str(tmp_path)!r}).load('main'); assert 'filelock' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
