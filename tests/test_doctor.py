@@ -22,7 +22,7 @@ import pytest
 
 from git_sluice.clock import FakeClock
 from git_sluice.countdown import ERASE_LINE, Countdown, countdown_text
-from git_sluice.doctor import (
+from git_sluice.commands.doctor import (
     BudgetLine,
     Check,
     Diagnosis,
@@ -42,8 +42,8 @@ from git_sluice.forge.hoststore import HostStore, Wait
 from git_sluice.intake.round import RoundReport, RoundsLog
 from git_sluice.remote.lease import LeaseView
 from git_sluice.repo import Repo
-from git_sluice.session import open_session
-from git_sluice.setup import install
+from git_sluice.commands.session import open_session
+from git_sluice.commands.setup import install
 from tests.gitutil import git, make_clone
 
 TOKEN = "tok-alice"

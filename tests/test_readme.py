@@ -30,7 +30,7 @@ def test_ci_runs_the_readme_commands_verbatim() -> None:
 
 
 def test_the_demo_tells_the_whole_story() -> None:
-    from git_sluice.demo import run_demo
+    from git_sluice.commands.demo import run_demo
 
     lines: list[str] = []
     result = run_demo(say=lines.append)

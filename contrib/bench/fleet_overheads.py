@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from git_sluice.intake.step import run_rounds
+from git_sluice.commands.step import run_rounds
 
 from fleet_activity import Activity
 from fleet_baselines import Direct, NaivePoller

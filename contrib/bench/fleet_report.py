@@ -77,7 +77,7 @@ runs with its **default settings** (discovery 60 s, lease 5 min): the clock is
 compressed, not the intervals.
 
 - **Real processes, real hooks, real git:** every host is a real clone of a
-  real bare remote, set up with `git_sluice.setup.install` (what `git sluice
+  real bare remote, set up with `git_sluice.commands.setup.install` (what `git sluice
   setup` runs); the activity's pushes and fetches are real `git push` /
   `git fetch` in those clones, whose installed hooks start real detached
   `git-sluice _hook-round` processes (the harness waits for them before the

@@ -33,8 +33,8 @@ from git_sluice.double import GitHubDouble
 from git_sluice.errors import AllowanceSpent, SluiceError, TimedOut
 from git_sluice.intake.queue import QueueStore
 from git_sluice.remote.leases import LeaseKeeper
-from git_sluice.roles import drive, wait_for
-from git_sluice.session import Session
+from git_sluice.commands.roles import drive, wait_for
+from git_sluice.commands.session import Session
 
 from fleet_activity import Activity, Expectation, View, parse_time
 from fleet_world import Host, World, git

@@ -17,7 +17,7 @@ Why it is built this way:
   open the host's store by path; subprocesses find it through the host's
   environment, so both see the same file, as two processes of one host do.
 - **Hooks are the product's.** Every clone is set up by
-  :func:`git_sluice.setup.install` (what ``git sluice setup`` runs), so a
+  :func:`git_sluice.commands.setup.install` (what ``git sluice setup`` runs), so a
   ``git push`` or ``git fetch`` the harness runs in a clone fires the real
   pre-push / reference-transaction scripts, which start real detached
   ``git-sluice _hook-round`` processes.
@@ -43,7 +43,7 @@ from git_sluice.clock import FileClock
 from git_sluice.double import GitHubDouble, serve
 from git_sluice.forge.hoststore import HostStore
 from git_sluice.repo import Repo
-from git_sluice.session import Session, open_session
+from git_sluice.commands.session import Session, open_session
 
 TOKEN = "bench-token-not-a-secret"
 USER = "fleet-bot"
@@ -167,7 +167,7 @@ class World:
         ):
             git(work, "config", key, value, env=self.env)
         if hooks:
-            from git_sluice.setup import install
+            from git_sluice.commands.setup import install
 
             install(Repo.discover(work))
         else:

@@ -67,7 +67,7 @@ def api_command(
     when it ends (nothing was sent).
     """
     from ..countdown import Countdown
-    from ..session import open_session
+    from ..commands.session import open_session
 
     setup_logging(verbose)
     fields = _fields(raw_fields, typed_fields)

@@ -15,6 +15,6 @@ def demo_command(keep: bool) -> None:
     """Run the whole story against the built-in GitHub double: two hosts, one lease, 304s,
     a throttle, a pause that reaches the other host, one probe. Under a minute; touches
     nothing outside a temporary directory."""
-    from ..demo import run_demo
+    from ..commands.demo import run_demo
 
     run_demo(keep=keep, say=click.echo)

@@ -26,7 +26,7 @@ def doctor_command(as_json: bool, verbose: bool) -> None:
     and two pushes of a scratch ref (refs/sluice/doctor/<host>). Exit codes:
     0 no check failed (warnings allowed); 1 a check failed.
     """
-    from ..doctor import diagnose
+    from ..commands.doctor import diagnose
 
     setup_logging(verbose)
     diagnosis = diagnose()

@@ -24,8 +24,8 @@ def intake_command(branches: tuple[str, ...], wait: bool, timeout: float | None,
     spent (nothing was sent; the message names when it ends).
     """
     from ..countdown import Countdown
-    from ..intake.step import run_rounds
-    from ..session import open_session
+    from ..commands.step import run_rounds
+    from ..commands.session import open_session
 
     setup_logging(verbose)
 

@@ -28,8 +28,8 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     observation, and lets go on SIGINT / SIGTERM. Exit 0 when stopped.
     """
     from ..logfile import attach_log
-    from ..roles import Stopper, drive
-    from ..session import open_session
+    from ..commands.roles import Stopper, drive
+    from ..commands.session import open_session
 
     setup_logging(verbose)
     stopper = Stopper()
@@ -55,8 +55,8 @@ def wait_command(number: int, timeout: float | None, as_json: bool, verbose: boo
     failed); 2 configuration; 3 allowance spent past the timeout; 4 timed out.
     """
     from ..countdown import Countdown
-    from ..roles import Stopper, wait_for
-    from ..session import open_session
+    from ..commands.roles import Stopper, wait_for
+    from ..commands.session import open_session
 
     setup_logging(verbose)
     stopper = Stopper()

@@ -23,7 +23,7 @@ def setup(undo: bool, as_json: bool) -> None:
     the key) or a hook that cannot be chained (a directory, a dangling link,
     not readable, not executable).
     """
-    from .. import setup as installer
+    from ..commands import setup as installer
     from ..errors import SluiceError
     from ..repo import Repo
 

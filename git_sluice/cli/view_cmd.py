@@ -101,7 +101,7 @@ def collect_status(path: str = ".") -> dict[str, Any]:
     from ..clock import default_clock
     from ..config import load_settings
     from ..forge.hoststore import HostStore
-    from ..hookrun import last_failure
+    from ..commands.hookrun import last_failure
     from ..intake.queue import QueueStore
     from ..intake.round import RoundsLog
     from ..remote.git import RemoteGit

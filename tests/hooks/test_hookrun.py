@@ -12,7 +12,7 @@ import pytest
 from filelock import FileLock
 
 from tests.hooks.conftest import World
-from git_sluice import hookrun
+from git_sluice.commands import hookrun
 from git_sluice.clock import FakeClock
 from git_sluice.errors import ConfigError
 from git_sluice.repo import Repo

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.hooks.conftest import World
-from git_sluice import setup as installer
+from git_sluice.commands import setup as installer
 from git_sluice.repo import Repo
 
 

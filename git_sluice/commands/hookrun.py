@@ -35,8 +35,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .clock import Clock, default_clock
-from .remote.git import INTERNAL_ENV, scrub
+from ..clock import Clock, default_clock
+from ..remote.git import INTERNAL_ENV, scrub
 
 log = logging.getLogger("git_sluice")
 
@@ -295,8 +295,8 @@ def taken_in(repo: Any) -> tuple[str, list[str]]:
     A config the round would refuse still gives the hooks a filter: they must
     keep asking, so the round can fail and say why in the log and in status.
     """
-    from .config import load_settings
-    from .errors import SluiceError
+    from ..config import load_settings
+    from ..errors import SluiceError
 
     root = repo.workdir if repo.workdir is not None else repo.git_dir
     try:
@@ -496,7 +496,7 @@ def hook_step(repo: Any, *, reason: str) -> Any:
     After a push only ``refs/sluice/*`` is fetched, for the leases and pause
     notes; the user's own refs are never written.
     """
-    from .intake.step import run_rounds
+    from .step import run_rounds
     from .session import adopt_notes, fetch_and_adopt, open_session
 
     path = repo.workdir if repo.workdir is not None else repo.git_dir
@@ -619,7 +619,7 @@ def main(wait_pid: int | None, inbox: str | None) -> int:
     if os.environ.get(INTERNAL_ENV):
         return 0
     try:
-        from .repo import Repo
+        from ..repo import Repo
 
         repo = Repo.discover()
     except Exception:

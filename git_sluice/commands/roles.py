@@ -15,13 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import AllowanceSpent, SluiceError, TimedOut
-from .forge.client import ForgeError, ForgeUnavailable
-from .intake import graphql as gq
-from .intake.queue import derive_state
-from .intake.round import RoundReport
-from .intake.step import branch_refspecs, intake_for
-from .remote.git import RemoteRefused, RemoteUnreachable
+from ..errors import AllowanceSpent, SluiceError, TimedOut
+from ..forge.client import ForgeError, ForgeUnavailable
+from ..intake import graphql as gq
+from ..intake.queue import derive_state
+from ..intake.round import RoundReport
+from .step import branch_refspecs, intake_for
+from ..remote.git import RemoteRefused, RemoteUnreachable
 from .session import Session, fetch_and_adopt
 
 log = logging.getLogger("git_sluice")

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import SluiceError
-from .remote.git import SLUICE_REFSPEC
+from ..errors import SluiceError
+from ..remote.git import SLUICE_REFSPEC
 
 HOOK_NAMES: tuple[str, ...] = ("pre-push", "reference-transaction")
 MARKER = b"# git-sluice hook:"
@@ -119,7 +119,7 @@ def script(name: str) -> bytes:
     try:
         return importlib.resources.files("git_sluice.hookscripts").joinpath(name).read_bytes()
     except (ModuleNotFoundError, FileNotFoundError):
-        return (Path(__file__).resolve().parent.parent / "hooks" / name).read_bytes()
+        return (Path(__file__).resolve().parents[2] / "hooks" / name).read_bytes()
 
 
 def parse_git_version(text: str) -> tuple[int, ...]:
@@ -307,7 +307,7 @@ TokenFinder = Callable[[str], "tuple[str, str] | None"]
 
 
 def _default_token_finder(api: str) -> tuple[str, str] | None:
-    from .forge.auth import find_token
+    from ..forge.auth import find_token
 
     return find_token(api)
 
@@ -321,7 +321,7 @@ def install(
 ) -> Report:
     """Set the clone up (idempotent). Raises ConfigError / SetupRefused (exit 2) before changing anything."""
     from . import hookrun
-    from .config import load_settings
+    from ..config import load_settings
 
     report = Report(action="setup")
     root = repo.workdir if repo.workdir is not None else repo.git_dir

@@ -1,5 +1,5 @@
 """A step: one round per configured branch, then exit (``git sluice intake``; the hooks'
-rounds go through :func:`git_sluice.hookrun.hook_step`, which fetches less).
+rounds go through :func:`git_sluice.commands.hookrun.hook_step`, which fetches less).
 
 A step reads the lease and the pause notes in the fetch it makes anyway
 (``refs/sluice/*`` plus the branch), never pushes a mark, and takes a branch in
@@ -12,8 +12,8 @@ import logging
 from collections.abc import Sequence
 
 from ..remote.leases import LeaseKeeper
-from ..session import Session, fetch_and_adopt
-from .round import Intake, RoundReport
+from .session import Session, fetch_and_adopt
+from ..intake.round import Intake, RoundReport
 
 log = logging.getLogger("git_sluice")
 

@@ -16,16 +16,16 @@ from typing import Callable
 
 import httpx
 
-from .clock import Clock, default_clock
-from .config import Settings, load_settings
-from .forge.auth import Credentials, credentials_from_settings
-from .forge.client import Forge
-from .forge.hoststore import HostStore, Outcome, PauseView, Permit, Wait
-from .forge.kept import KeptAnswers
-from .paths import host_state_dir
-from .remote.git import RemoteGit
-from .remote.notes import PauseNote, PauseNotes
-from .repo import Repo
+from ..clock import Clock, default_clock
+from ..config import Settings, load_settings
+from ..forge.auth import Credentials, credentials_from_settings
+from ..forge.client import Forge
+from ..forge.hoststore import HostStore, Outcome, PauseView, Permit, Wait
+from ..forge.kept import KeptAnswers
+from ..paths import host_state_dir
+from ..remote.git import RemoteGit
+from ..remote.notes import PauseNote, PauseNotes
+from ..repo import Repo
 
 log = logging.getLogger("git_sluice")
 

@@ -29,10 +29,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .clock import Clock, default_clock
-from .config import DEFAULT_API, KNOWN_KEYS, Settings, load_settings
-from .durations import format_duration
-from .errors import AllowanceSpent, ConfigError, SluiceError, local_time
+from ..clock import Clock, default_clock
+from ..config import DEFAULT_API, KNOWN_KEYS, Settings, load_settings
+from ..durations import format_duration
+from ..errors import AllowanceSpent, ConfigError, SluiceError, local_time
 
 log = logging.getLogger("git_sluice")
 
@@ -217,7 +217,7 @@ def token_check(source: str | None, api: str, *, error: str | None = None) -> Ch
     if error is not None:
         return Check("token", "fail", error, "fix the credentials named above, then run git sluice doctor again")
     if source is None:
-        from .forge.auth import api_host
+        from ..forge.auth import api_host
 
         return Check(
             "token",
@@ -330,7 +330,7 @@ def hook_check(state: HookState) -> Check:
 
 
 def refspec_check(remote: str, fetch_specs: Sequence[str]) -> Check:
-    from .remote.git import SLUICE_REFSPEC
+    from ..remote.git import SLUICE_REFSPEC
 
     name = "fetch refspec"
     key = f"remote.{remote}.fetch"
@@ -446,7 +446,7 @@ def pause_checks(pauses: Sequence[Any], now: float, pool: str | None = None) -> 
                 )
             )
         elif pause.phase == "paused" and pause.until > now:
-            from .countdown import countdown_text
+            from ..countdown import countdown_text
 
             checks.append(
                 Check(
@@ -688,7 +688,7 @@ def _read(path: Path) -> bytes | None:
 
 def scratch_trial(remote: Any, repo: Any, host: str, clock: Clock) -> ScratchTrial:
     """Create, then delete, ``refs/sluice/doctor/<host>`` by compare-and-swap, as leases are written."""
-    from .remote.git import CasUpdate
+    from ..remote.git import CasUpdate
 
     ref = SCRATCH_PREFIX + host
     current = repo.ref(ref)  # a leftover of an interrupted doctor, as just fetched
@@ -730,8 +730,8 @@ def diagnose(
     store: Any = None,
 ) -> Diagnosis:
     """Gather every fact and build every check; no exception escapes for a broken setup."""
-    from .forge.hoststore import HostStore
-    from .repo import Repo
+    from ..forge.hoststore import HostStore
+    from ..repo import Repo
 
     clock = clock or default_clock()
     diagnosis = Diagnosis()
@@ -797,7 +797,7 @@ def _diagnose_with(
     store: Any,
     secrets: list[str],
 ) -> None:
-    from .remote.git import RemoteGit
+    from ..remote.git import RemoteGit
 
     remote_name = settings.remote if settings is not None else (repo.config_get("sluice.remote") or "origin")
     remote = RemoteGit(repo, remote_name, clock=clock) if settings is not None else None
@@ -861,7 +861,7 @@ def _remote_part(remote: Any, repo: Any, settings: Settings, clock: Clock) -> li
 
 def _token_without_settings(repo: Any, secrets: list[str]) -> list[Check]:
     """The configuration is refused: still say whether (and where) a token is found."""
-    from .forge.auth import find_token
+    from ..forge.auth import find_token
 
     api = repo.config_get("sluice.api") or DEFAULT_API
     found = find_token(api)
@@ -879,7 +879,7 @@ def _token_without_settings(repo: Any, secrets: list[str]) -> list[Check]:
 
 
 def _no_session(exc: SluiceError, settings: Settings) -> list[Check]:
-    from .forge.auth import NoCredentials
+    from ..forge.auth import NoCredentials
 
     if isinstance(exc, NoCredentials):
         return [token_check(None, settings.api), access_check(settings.repository)]
@@ -890,8 +890,8 @@ def _token_and_access(
     session: Any, settings: Settings, store: Any, gathered: _Gathered, secrets: list[str]
 ) -> list[Check]:
     """Where the token came from, and one (conditional) GET of the repository with it."""
-    from .forge.auth import AppAuthError
-    from .forge.client import ForgeUnavailable
+    from ..forge.auth import AppAuthError
+    from ..forge.client import ForgeUnavailable
 
     credentials = session.credentials
     value = getattr(credentials, "value", None)
@@ -923,7 +923,7 @@ def _token_and_access(
 
 
 def _lease_part(repo: Any, remote: Any, settings: Settings, clock: Clock) -> list[Check]:
-    from .remote.leases import LeaseKeeper
+    from ..remote.leases import LeaseKeeper
 
     keeper = LeaseKeeper(repo, remote, host=settings.host, role="step", lease=settings.lease, clock=clock)
     return [lease_check(view) for view in keeper.read_all(list(settings.branches)).values()]
@@ -939,7 +939,7 @@ def _budget_part(
     clock: Clock,
 ) -> list[Check]:
     """The ledger's figures (or GET /rate_limit's, on a host that has seen nothing), then the projection."""
-    from .intake.round import RoundsLog
+    from ..intake.round import RoundsLog
 
     pool = gathered.pool
     lines = ledger_budget(store.budget(), pool)

@@ -22,12 +22,12 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from .clock import FakeClock
-from .double import GitHubDouble, serve
-from .errors import AllowanceSpent, local_time
-from .forge.hoststore import HostStore
-from .intake.queue import QueueStore
-from .intake.step import intake_for, run_rounds
+from ..clock import FakeClock
+from ..double import GitHubDouble, serve
+from ..errors import AllowanceSpent, local_time
+from ..forge.hoststore import HostStore
+from ..intake.queue import QueueStore
+from .step import intake_for, run_rounds
 from .roles import drive
 from .session import Session, fetch_and_adopt, open_session
 
