@@ -1,0 +1,58 @@
+"""git-sluice against the harder double: what changed in GitHub's answers still reads right.
+
+A 304 carries no Link (GitHub's), so a product that paged a confirmed list by
+the 304's own headers would stop after page one; git-sluice pages with the
+Link of its kept answer. An Enterprise Server with rate limiting off sends no
+rate headers and answers ``rateLimit`` null; a round still takes requests in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from git_sluice.clock import FakeClock
+from git_sluice.commands.session import Session, open_session
+from git_sluice.commands.step import run_rounds
+from git_sluice.double import GitHubDouble, serve
+from git_sluice.double.testing import ServedDouble
+from tests.gitutil import make_clone
+
+TOKEN = "tok-alice"
+
+
+@pytest.fixture
+def session(tmp_path: Path, github: ServedDouble, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session]:
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    with open_session(make_clone(tmp_path, api=github.url), clock=github.clock) as s:
+        assert s.forge.pool
+        yield s
+
+
+def test_a_confirmed_list_pages_on_with_the_kept_link(session: Session, github: ServedDouble) -> None:
+    gh = github.gh
+    for i in range(101):  # two pages of 100
+        gh.open_pr("o/r", head_ref=f"feat-{i}")
+    (first,) = run_rounds(session, reason="discovery")
+    assert len(first.added) == 101
+    github.clock.advance(session.settings.discovery + 1)
+    mark = gh.mark()
+    run_rounds(session, reason="discovery")
+    pages = [c for c in gh.calls(since=mark) if "/pulls?" in c.path]
+    assert [c.status for c in pages] == [304, 304]  # page 2 asked though page 1's 304 had no Link
+    assert "page=2" in pages[1].path
+
+
+def test_a_round_against_enterprise_server_without_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gh = GitHubDouble(clock=FakeClock(), enterprise=True)
+    gh.add_token(TOKEN, user="alice")
+    gh.add_repo("o/r")
+    gh.open_pr("o/r", head_ref="feat")
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    with serve(gh) as server, open_session(make_clone(tmp_path, api=server.url), clock=gh.clock) as s:
+        (report,) = run_rounds(s, reason="discovery")
+    assert report.added == [1]
+    assert gh.counted() == 0 and gh.requests() > 0
+    assert all(c.status < 400 for c in gh.calls())
