@@ -122,6 +122,9 @@ def _read(gh: "GitHubDouble", name: str, params: dict[str, Any]) -> tuple[int, A
         return 200, {"result": [f.to_json() for f in gh.faults.active()]}
     if name == "mark":
         return 200, {"result": gh.mark()}
+    if name == "busiest_minute":
+        points, endpoint = gh.busiest_minute(params.get("since"), params.get("pool"), params.get("resource"))
+        return 200, {"result": {"points": points, "endpoint": endpoint}}
     return 404, {"error": f"no control call GET {PREFIX}{name}"}
 
 

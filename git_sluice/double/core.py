@@ -14,8 +14,8 @@ from typing import Any
 
 from ..clock import Clock, SystemClock
 from .faults import Faults
-from .ledger import Call, Ledger
-from .limits import Limits, Secondary
+from .ledger import Call, Ledger, busiest_minute
+from .limits import Limits, Secondary, secondary_points
 from .model import (
     CHECK_CONCLUSIONS,
     CHECK_STATUSES,
@@ -440,6 +440,16 @@ class GitHubDouble:
             return answered
         waiting = {k: v for k, v in filters.items() if k != "status"}
         return answered + len(self._ledger.pending(since, **waiting))
+
+    def busiest_minute(
+        self, since: int | None = None, pool: str | None = None, resource: str | None = None
+    ) -> tuple[int, str | None]:
+        """(points, endpoint): the most secondary-limit points one pool spent on one endpoint in 60 s.
+
+        Set beside ``secondary_points_per_minute`` (900 a REST endpoint): how
+        near a run came to GitHub's secondary limit, 304s included.
+        """
+        return busiest_minute(self._ledger.calls(since, pool, resource), secondary_points)
 
     # -- allowances -------------------------------------------------------------
     def remaining(self, pool: str, resource: str) -> int:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import deque
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Call:
     counted: bool
     cost: int
     token_sha: str | None
+    endpoint: str = ""  # "GET /repos/{o}/{r}/pulls": what GitHub's secondary limit counts per
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,6 +104,28 @@ class Ledger:
             for c in chosen
             if _matches(c, pool, resource, method, pattern) and (status is None or c.status == status)
         ]
+
+
+def busiest_minute(calls: list[Call], price: Callable[[str, str], int]) -> tuple[int, str | None]:
+    """The most secondary-limit points one pool spent on one endpoint in any 60 s, and where.
+
+    Every call counts, 304s and errors too: GitHub's secondary limits are
+    about load, not about the primary allowance.
+    """
+    best: tuple[int, str | None] = (0, None)
+    windows: dict[tuple[str | None, str], deque[tuple[float, int]]] = {}
+    sums: dict[tuple[str | None, str], int] = {}
+    for call in sorted(calls, key=lambda c: c.time):
+        key = (call.pool, call.endpoint or f"{call.method} {call.path.split('?')[0]}")
+        window = windows.setdefault(key, deque())
+        points = price(call.method, call.resource)
+        window.append((call.time, points))
+        sums[key] = sums.get(key, 0) + points
+        while window[0][0] <= call.time - 60.0:
+            sums[key] -= window.popleft()[1]
+        if sums[key] > best[0]:
+            best = (sums[key], key[1])
+    return best
 
 
 def _matches(

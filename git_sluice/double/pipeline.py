@@ -159,6 +159,7 @@ def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float, threading.E
                 counted=out.counted,
                 cost=out.cost if out.counted else 0,
                 token_sha=who.token_sha,
+                endpoint=rest.endpoint(req.method, req.path),
             ),
             ticket,
         )

@@ -99,8 +99,13 @@ def endpoint(method: str, path: str) -> str:
     verb = "GET" if method == "HEAD" else method
     for registered, pattern, _ in _ROUTES:
         if registered == verb and pattern.match(path):
-            return f"{verb} {pattern.pattern}"
+            return f"{verb} {_template(pattern.pattern)}"
     return f"{verb} {path}"
+
+
+def _template(pattern: str) -> str:
+    """``^/repos/(?P<o>[^/]+)/pulls$`` → ``/repos/{o}/pulls``."""
+    return re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern.strip("^$"))
 
 
 # -- helpers ------------------------------------------------------------------

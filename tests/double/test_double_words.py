@@ -83,7 +83,7 @@ def test_the_default_is_900_points_a_minute_per_endpoint(github: ServedDouble, a
     gh = github.gh
     assert gh.secondary_points_per_minute["core"] == 900
     for _ in range(900):
-        gh.secondary.spend("user:alice", "core GET ^/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls$", github.clock.time(), 1)
+        gh.secondary.spend("user:alice", "core GET /repos/{o}/{r}/pulls", github.clock.time(), 1)
     assert alice.get("/repos/o/r/pulls").status_code == 403
     assert alice.get("/repos/o/r").status_code == 200
 
@@ -105,3 +105,20 @@ def test_a_graphql_query_that_runs_too_long_is_a_502(github: ServedDouble, alice
     gh.fault("graphql_timeout", times=1)
     assert alice.post("/graphql", json={"query": small}).status_code == 502
     assert alice.post("/graphql", json={"query": small}).status_code == 200
+
+
+def test_the_ledger_names_each_calls_endpoint_and_the_busiest_minute(
+    github: ServedDouble, alice: httpx.Client, http: httpx.Client
+) -> None:
+    gh = github.gh
+    for _ in range(3):
+        alice.get("/repos/o/r/pulls?state=open")
+        github.clock.advance(10)
+    alice.get("/repos/o/r")
+    github.clock.advance(55)  # the first call leaves the minute
+    alice.get("/repos/o/r/pulls?state=closed")
+    assert gh.calls()[0].endpoint == "GET /repos/{o}/{r}/pulls"
+    points, endpoint = gh.busiest_minute(resource="core")
+    assert points == 3 and endpoint == gh.calls()[0].endpoint
+    answer = http.get(f"{github.url}/_double/busiest_minute?resource=core").json()
+    assert answer == {"result": {"points": 3, "endpoint": endpoint}}
