@@ -20,7 +20,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from git_sluice.double import pipeline, rest
+from git_sluice.double import GitHubDouble, pipeline, rest, serve
 from git_sluice.double.testing import ServedDouble
 
 from tests.double.openapi_schema import openapi, problems, response_schema
@@ -171,3 +171,34 @@ def test_the_validator_catches_what_it_must() -> None:
     public = response_schema("/user", "get", 200)["oneOf"][1]
     assert any("not allowed" in p for p in problems({"two_factor_authentication": True}, public))
     assert problems({"a": 1}, {"$ref": "#/info"}) == []  # local $ref resolves
+
+
+ERRORS = [
+    ("GET", "/repos/o/missing", "tok-alice", "/repos/{owner}/{repo}", 404),
+    ("GET", "/repos/o/r/pulls/99", "tok-alice", "/repos/{owner}/{repo}/pulls/{pull_number}", 404),
+    ("GET", "/repos/o/r/pulls?state=bogus", "tok-alice", "/repos/{owner}/{repo}/pulls", 422),
+    ("GET", "/user", "nope", "/user", 401),
+    ("GET", f"/repos/o/r/commits/{'0' * 40}/status", "tok-bob", "/repos/{owner}/{repo}/commits/{ref}/status", 404),
+    ("POST", "/app/installations/42/access_tokens", "not.a.jwt", "/app/installations/{installation_id}/access_tokens",
+     401),
+]
+
+
+@pytest.mark.parametrize(("verb", "path", "token", "operation", "status"), ERRORS)
+def test_error_bodies_are_githubs_too(
+    github: ServedDouble, verb: str, path: str, token: str, operation: str, status: int
+) -> None:
+    github.gh.add_token("tok-bob", user="bob", repos=[])  # a token that may read nothing
+    answer = httpx.request(verb, f"{github.url}{path}", headers={"Authorization": f"token {token}"})
+    assert answer.status_code == status
+    assert problems(answer.json(), response_schema(operation, verb, status)) == []
+    assert isinstance(answer.json()["message"], str) and answer.json()["documentation_url"].startswith("https://")
+
+
+def test_enterprise_rate_limit_404_is_githubs() -> None:
+    gh = GitHubDouble(enterprise=True)
+    gh.add_token("tok-alice", user="alice")
+    with serve(gh) as server:
+        answer = httpx.get(f"{server.url}/rate_limit", headers={"Authorization": "token tok-alice"})
+    assert answer.status_code == 404
+    assert problems(answer.json(), response_schema("/rate_limit", "get", 404)) == []
