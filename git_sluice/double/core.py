@@ -1,7 +1,9 @@
 """The GitHub double's Python face: the state a test drives and the ledger it reads.
 
 Tests, the benchmark and ``git sluice demo`` build a GitHub with these methods
-(users, tokens, apps, repositories, pull requests, checks), turn the knobs
+(users, tokens, apps, repositories, pull requests, checks, and the unrelated
+activity — pushes, stars, forks, issues, comments — that changes the bodies
+GitHub embeds a repository in), turn the knobs
 that decide how its limits answer, switch faults on, and then assert on the
 ledger of what reached it. The HTTP side (``server.py``) and the request
 pipeline (``pipeline.py``) only read this object, under its lock.

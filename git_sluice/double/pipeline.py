@@ -3,9 +3,10 @@
 The order is GitHub's as far as a client can tell: who is calling; too many
 requests in flight (secondary); faults switched on by the test; bad
 credentials; too many points this minute (secondary); a spent primary
-allowance; then the route, with per-token ETags and free 304s; and the rate
-headers of the path's resource on every answer. Every call ends in the
-ledger. No sockets here: ``server.py`` turns HTTP into a :class:`Request`
+allowance; then the route, with per-token ETags and free 304s (which, as
+GitHub's, carry no Content-Type or Link); and the rate headers of the path's
+resource on every answer — none at all when rate limiting is off, as on an
+Enterprise Server by default. Every call ends in the ledger. No sockets here: ``server.py`` turns HTTP into a :class:`Request`
 and a :class:`Response` back into bytes, so the pipeline is tested directly.
 """
 
