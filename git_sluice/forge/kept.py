@@ -224,14 +224,11 @@ class KeptAnswers:
                 path.unlink()
 
     # -- single flight -----------------------------------------------------
-    @contextlib.contextmanager
-    def flight(self, address: str) -> Iterator[None]:
-        """Hold the per-address lock: one caller on the host asks this address at a time."""
+    def flight_lock(self, address: str) -> filelock.BaseFileLock:
+        """The per-address lock: one caller on the clone asks this address at a time (flight.py)."""
         _, _, lock_path = self._paths(address)
         self._ensure_dir()
-        lock = filelock.FileLock(str(lock_path), timeout=self.lock_timeout)
-        with lock:
-            yield
+        return filelock.FileLock(str(lock_path), timeout=self.lock_timeout)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
