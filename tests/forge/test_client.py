@@ -465,3 +465,24 @@ def test_many_sessions_naming_the_pool_at_once_in_one_process(clone: Path, githu
     for t in threads:
         t.join()
     assert not errors and len(pools) == 1
+
+
+def test_has_validator_says_whether_a_get_would_be_conditional(session: Session, github: ServedDouble) -> None:
+    primed(session)
+    assert not session.forge.has_validator(PULLS)
+    session.forge.get(PULLS)
+    assert session.forge.has_validator(PULLS)
+    assert session.forge.has_validator(session.forge.url_for(PULLS))  # a full URL names the same answer
+
+
+def test_api_with_a_timeout_against_a_hang_returns_within_about_its_timeout(clone: Path, github: ServedDouble) -> None:
+    with open_session(clone, clock=github.clock, need_branches=False) as session:
+        primed(session)
+    github.gh.fault("hang", path="pulls", times=1, seconds=30)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "git_sluice", "api", "--wait", "--timeout", "1s", PULLS],
+                          cwd=clone, capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - started
+    assert done.returncode == 1 and "timed out" in done.stderr, done.stderr
+    assert elapsed < 10  # httpx's per-read timeout alone took 30 s here
+    assert "Traceback" not in done.stderr
