@@ -26,7 +26,6 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import filelock
 
@@ -49,7 +48,8 @@ def failure_backoff(count: int) -> float:
     """60 s after the first failure, doubling while it keeps failing, at most 15 min."""
     if count <= 0:
         return 0.0
-    return min(FAILURE_BASE * (2 ** (count - 1)), FAILURE_CAP)
+    steps = min(count - 1, 16)  # 2**16 * 60 s is far past the cap
+    return min(FAILURE_BASE * float(2**steps), FAILURE_CAP)
 
 
 @dataclass

@@ -61,8 +61,12 @@ def test_a_full_url_at_another_origin_is_refused_and_nothing_is_sent(
     tmp_path: Path, api: str, graphql: str, url: str
 ) -> None:
     sent: list[httpx.Request] = []
-    with forge(tmp_path, FakeClock(), lambda r: sent.append(r) or httpx.Response(200, json=[]),
-               api=api, graphql=graphql) as f:
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json=[])
+
+    with forge(tmp_path, FakeClock(), answer, api=api, graphql=graphql) as f:
         with pytest.raises(ForeignURL) as caught:
             f.get(url)
     assert sent == [] and caught.value.exit_code == 1
