@@ -18,7 +18,7 @@ import httpx
 
 from ..clock import Clock
 from .kept import KeptAnswers
-from .road import SHARED, Call, Stats, Waits, call_of, kept_response
+from .road import META, SHARED, Call, Stats, Waits, call_of, kept_response
 
 log = logging.getLogger("git_sluice")
 
@@ -54,6 +54,7 @@ class SingleFlight(httpx.BaseTransport):
                 if kept is not None:  # the call we waited for answered: share it
                     self.stats.shared += 1
                     return kept_response(request, kept, **{SHARED: True})
+            request.extensions = {**request.extensions, META: meta}
             return self.inner.handle_request(request)
         finally:
             lock.release()

@@ -105,9 +105,8 @@ class KeptBody:
 class KeptAnswers:
     """Kept answers for one directory (a clone's ``.git/sluice/kept``)."""
 
-    def __init__(self, directory: Path, *, lock_timeout: float = 120.0) -> None:
+    def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
-        self.lock_timeout = lock_timeout
 
     # -- paths -------------------------------------------------------------
     def _key(self, address: str) -> str:
@@ -225,10 +224,13 @@ class KeptAnswers:
 
     # -- single flight -----------------------------------------------------
     def flight_lock(self, address: str) -> filelock.BaseFileLock:
-        """The per-address lock: one caller on the clone asks this address at a time (flight.py)."""
+        """The per-address lock: one caller on the clone asks this address at a time.
+
+        Whoever takes it says how long to wait for it (flight.py bounds the wait).
+        """
         _, _, lock_path = self._paths(address)
         self._ensure_dir()
-        return filelock.FileLock(str(lock_path), timeout=self.lock_timeout)
+        return filelock.FileLock(str(lock_path))
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

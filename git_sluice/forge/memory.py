@@ -13,7 +13,7 @@ import httpx
 from ..clock import Clock
 from ..errors import ForgeUnavailable
 from .kept import KeptAnswers
-from .road import AnswerFailed, Stats, call_of
+from .road import AnswerFailed, Stats, call_of, meta_of
 
 
 class FailureMemory(httpx.BaseTransport):
@@ -25,7 +25,7 @@ class FailureMemory(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         address = call_of(request).address
-        meta = self.kept.meta(address)
+        meta = meta_of(request, self.kept)
         if meta.fail_until is not None and meta.fail_until > self.clock.time():
             raise ForgeUnavailable(address, meta.fail_until, meta.fail_reason or "failed recently")
         try:

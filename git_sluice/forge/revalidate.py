@@ -13,7 +13,7 @@ import httpx
 
 from ..clock import Clock
 from .kept import KeptAnswers
-from .road import REVALIDATED, STORED, Stats, call_of, kept_response
+from .road import REVALIDATED, STORED, Stats, call_of, kept_response, meta_of
 
 CONDITIONS = ("If-None-Match", "If-Modified-Since")
 
@@ -29,7 +29,7 @@ class Revalidate(httpx.BaseTransport):
         if request.method != "GET":
             return self.inner.handle_request(request)
         address = call_of(request).address
-        meta = self.kept.meta(address)
+        meta = meta_of(request, self.kept)
         kept = self.kept.body(address, meta)
         if kept is not None:
             if meta.etag:

@@ -17,10 +17,11 @@ import httpx
 
 from ..clock import Clock, SystemClock
 from ..errors import Interrupted
-from .kept import KeptBody
+from .kept import KeptAnswers, KeptBody, Meta
 
 CALL = "sluice_call"  # request: the Call below
 PERMIT = "sluice_permit"  # request: the hoststore.Permit the call goes out under
+META = "sluice_meta"  # request: the address's kept meta, as single flight read it under the lock
 VERDICT = "sluice_verdict"  # response: rules.Verdict of a wire answer
 COUNTED = "sluice_counted"  # response: whether GitHub counted it
 COST = "sluice_cost"  # response: what it cost (GraphQL points, else 1)
@@ -44,6 +45,15 @@ def call_of(request: httpx.Request) -> Call:
     if isinstance(call, Call):
         return call
     return Call(address=f"{request.method} {request.url}")
+
+
+def meta_of(request: httpx.Request, kept: KeptAnswers) -> Meta:
+    """The kept meta single flight read under the lock (nothing moves it while held), else read now."""
+    address = call_of(request).address
+    meta = request.extensions.get(META)
+    if isinstance(meta, Meta) and meta.address == address:
+        return meta
+    return kept.meta(address)
 
 
 @dataclass
