@@ -9,7 +9,6 @@ that transport and what came back.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -132,17 +131,40 @@ def test_failure_memory_names_transport_failures(kept: KeptAnswers, clock: FakeC
 # ---------------------------------------------------------------------------- single flight
 
 
-def test_a_waiter_shares_the_answer_of_the_call_it_waited_for(kept: KeptAnswers, clock: FakeClock) -> None:
+def spy_on_lock_tries(kept: KeptAnswers, monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """An event set once a caller first tries the flight lock (so the test knows it is waiting)."""
+    tried = threading.Event()
+    real = kept.flight_lock
+
+    def spying(address: str) -> object:
+        lock = real(address)
+        acquire = lock.acquire
+
+        def trying(*args: object, **kwargs: object) -> object:
+            tried.set()
+            return acquire(*args, **kwargs)  # type: ignore[arg-type]
+
+        lock.acquire = trying  # type: ignore[method-assign,assignment]
+        return lock
+
+    monkeypatch.setattr(kept, "flight_lock", spying)
+    return tried
+
+
+def test_a_waiter_shares_the_answer_of_the_call_it_waited_for(
+    kept: KeptAnswers, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     inner = Recorder(ok(b"[1]"))
     stats = Stats()
     layer = SingleFlight(inner.transport, kept, clock, stats, Waits(clock))
     address = address_of("GET", URL)
     holder = kept.flight_lock(address)
     holder.acquire()
+    tried = spy_on_lock_tries(kept, monkeypatch)
     got: list[httpx.Response] = []
     waiter = threading.Thread(target=lambda: got.append(layer.handle_request(request())))
     waiter.start()
-    time.sleep(0.1)  # the waiter is now polling the lock
+    assert tried.wait(10)  # the waiter has read the generation and now polls the lock
     kept.store_full(kept.meta(address), 200, {"etag": '"a"'}, b"[1]", clock.time())  # the holder's call ended
     holder.release()
     waiter.join(5)
@@ -152,12 +174,13 @@ def test_a_waiter_shares_the_answer_of_the_call_it_waited_for(kept: KeptAnswers,
 
 
 def test_a_waiter_whose_patience_runs_out_takes_its_own_turn_instead_of_crashing(
-    kept: KeptAnswers, clock: FakeClock
+    kept: KeptAnswers, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     inner = Recorder(ok())
     layer = SingleFlight(inner.transport, kept, clock, Stats(), Waits(clock), patience=30)
     holder = kept.flight_lock(address_of("GET", URL))
     holder.acquire()  # a caller that never finishes (stopped, or waiting out a pause)
+    tried = spy_on_lock_tries(kept, monkeypatch)
     errors: list[BaseException] = []
     got: list[httpx.Response] = []
 
@@ -169,10 +192,10 @@ def test_a_waiter_whose_patience_runs_out_takes_its_own_turn_instead_of_crashing
 
     waiter = threading.Thread(target=call)
     waiter.start()
-    time.sleep(0.1)
-    assert waiter.is_alive()
+    assert tried.wait(10)
+    assert waiter.is_alive() and inner.seen == []  # waiting, not crashing, not calling
     clock.advance(31)
-    waiter.join(5)
+    waiter.join(10)
     holder.release()
     assert not errors and got and got[0].status_code == 200
     assert len(inner.seen) == 1
