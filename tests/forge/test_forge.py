@@ -95,3 +95,48 @@ def test_an_answer_trickling_in_fails_as_timed_out_at_the_whole_call_deadline(tm
             f.get("repos/o/r")
         assert caught.value.reason == "timed out"
         assert clock.time() - start <= f.timeout + 5
+
+
+def test_a_real_socket_trickling_bytes_is_cut_at_the_whole_call_deadline(tmp_path: Path) -> None:
+    """httpx's timeout is per read: bytes every 0.2 s never trip a 1 s read timeout; the call's deadline does."""
+    import socket
+    import threading
+    import time
+
+    from git_sluice.clock import SystemClock
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n")
+            for _ in range(200):
+                if stop.wait(0.2):
+                    return
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    api = f"http://127.0.0.1:{server.getsockname()[1]}"
+    clock = SystemClock()
+    f = Forge(api=api, graphql_url=f"{api}/graphql", credentials=FixedToken(),
+              store=HostStore(tmp_path / "host.sqlite3", clock=clock), kept=KeptAnswers(tmp_path / "kept"),
+              clock=clock, timeout=1.0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ForgeUnavailable) as caught:
+            f.get("repos/o/r")
+    finally:
+        stop.set()
+        f.close()
+        server.close()
+    assert caught.value.reason == "timed out"
+    assert time.monotonic() - started < 5  # the body alone would have taken 40 s
