@@ -1,0 +1,192 @@
+"""State files: the one way git-sluice writes a file, and the one way it keeps a shared JSON document.
+
+Every process of a clone (drivers, hook runners, waits, a supervisor's
+restarts) reads and writes the same few files in the sluice dir, so the two
+hazards are a reader seeing half a file and two writers losing each other's
+update. One write and one document answer both, with one policy each:
+
+- :func:`write_atomic` writes a temporary file beside the target (same
+  directory, so the rename cannot cross a file system), with mode ``0o600``
+  unless the caller names another (a hook script must be executable), then
+  ``os.replace``; a failure removes the temporary file and raises. It does
+  **not** fsync: every state file is a cache or a record that GitHub, the
+  remote or the next round rebuilds, so a power cut may lose the last write
+  (as if it had not happened) or leave an empty file, which the readers below
+  discard like any corrupt one. A fsync per write would cost every hook run
+  and every round for a guarantee nothing here needs.
+- :class:`JsonDocument` is a JSON object under a lock beside it. Readers do
+  not take the lock (the write is atomic); read-modify-write does. The lock
+  is held for milliseconds, so there is one timeout, :data:`LOCK_TIMEOUT`;
+  a lock held longer than that means a stuck process, and
+  :class:`StateFileBusy` says which lock. A document that is not a JSON
+  object is discarded with a warning and rebuilt (a corrupt cache file is
+  discarded and re-read, never trusted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .errors import SluiceError
+
+if TYPE_CHECKING:
+    import filelock
+
+log = logging.getLogger("git_sluice")
+
+LOCK_TIMEOUT = 30.0
+"""Seconds a writer waits for a document's lock (a save holds it for milliseconds)."""
+
+STATE_MODE = 0o600
+
+T = TypeVar("T")
+
+
+class StateFileBusy(SluiceError):
+    """Another process kept a state file's lock far longer than a save takes."""
+
+
+def write_atomic(path: Path | str, data: bytes | str, *, mode: int = STATE_MODE) -> None:
+    """Replace ``path`` with ``data`` so no reader ever sees a partial file (no fsync: see the module)."""
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    # pid, thread and a random part: no two writers (processes, threads, worktrees) share a temp name
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{os.urandom(4).hex()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view):]
+            if mode != STATE_MODE:
+                os.fchmod(fd, mode)  # os.open's mode passes through the umask; the caller's is meant
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def dump_json(data: object) -> str:
+    """The one layout of git-sluice's own JSON state files (the queue's public JSON has its own)."""
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def load_json(path: Path | str, parse: Callable[[Any], T], default: Callable[[], T], *, what: str) -> T:
+    """``parse`` of the file's JSON; ``default()`` when it is absent or corrupt.
+
+    Absent is normal (nothing written yet). Unreadable or corrupt — not JSON,
+    or refused by ``parse`` with ValueError, KeyError, TypeError or
+    AttributeError — is logged as a warning naming ``what`` and the file, then
+    treated as absent, so the next write rebuilds it.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return default()
+    except OSError as exc:
+        log.warning("%s %s unreadable (%s): discarded, it will be rebuilt", what, path, exc)
+        return default()
+    try:
+        return parse(json.loads(text))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        log.warning("%s %s is corrupt (%s): discarded, it will be rebuilt", what, path, exc)
+        return default()
+
+
+def _object(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValueError(f"holds {type(data).__name__}, not an object")
+    return data
+
+
+@contextlib.contextmanager
+def held(lock: filelock.BaseFileLock, *, busy: str) -> Iterator[None]:
+    """Hold ``lock``; its timeout running out raises :class:`StateFileBusy` with ``busy`` as the subject."""
+    import filelock
+
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise StateFileBusy(
+            f"{busy} {lock.lock_file} stayed busy for {lock.timeout:.0f} s; "
+            "is a git-sluice process stuck? (the lock is released when it exits)"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def try_acquire(lock: filelock.BaseFileLock) -> bool:
+    """Take ``lock`` if it is free, without waiting (a runner that finds it held leaves its work to the holder)."""
+    import filelock
+
+    try:
+        lock.acquire(blocking=False)
+    except filelock.Timeout:
+        return False
+    return True
+
+
+def file_lock(path: Path | str, *, timeout: float = LOCK_TIMEOUT) -> filelock.FileLock:
+    """A lock file beside the state it guards (its folder is made, private, if missing).
+
+    filelock is imported here, not at the top: commands that only read state
+    (``git sluice queue``, polled by dashboards) never pay for its import.
+    """
+    import filelock
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return filelock.FileLock(str(path), timeout=timeout)
+
+
+class JsonDocument:
+    """A JSON object in one file, shared by every process of the clone.
+
+    :meth:`read` takes no lock (writes are atomic); :meth:`update` holds the
+    lock across read, change and write so concurrent updates never lose
+    each other. One instance holds one lock object, so an update nested in
+    another update of the same instance (same thread) does not deadlock.
+    """
+
+    def __init__(self, path: Path | str, *, what: str) -> None:
+        self.path = Path(path)
+        self.what = what
+        self._lock: filelock.FileLock | None = None  # made by the first writer: readers never import filelock
+
+    def read(self) -> dict[str, Any]:
+        """The document; empty when absent, and when corrupt (with a warning)."""
+        return load_json(self.path, _object, dict, what=self.what)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the document's lock (for a read that must see no update half-way)."""
+        if self._lock is None:
+            self._lock = file_lock(str(self.path) + ".lock")
+        with held(self._lock, busy=f"the lock of the {self.what}"):
+            yield
+
+    @contextlib.contextmanager
+    def update(self) -> Iterator[dict[str, Any]]:
+        """Yield the document under the lock; write it back if the block ends without raising."""
+        with self.locked():
+            data = self.read()
+            yield data
+            self.write(data)
+
+    def write(self, data: dict[str, Any]) -> None:
+        """Replace the whole document (callers that decide whether to write hold :meth:`locked`)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic(self.path, dump_json(data))

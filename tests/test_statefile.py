@@ -1,0 +1,179 @@
+"""statefile: the one atomic write and the one locked JSON document."""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from git_sluice import statefile
+from git_sluice.statefile import JsonDocument, StateFileBusy, file_lock, held, load_json, try_acquire, write_atomic
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_write_atomic_writes_text_and_bytes_private(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    write_atomic(target, "one\n")
+    assert target.read_text() == "one\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    write_atomic(target, b"two\n")
+    assert target.read_bytes() == b"two\n"
+    assert _leftovers(tmp_path) == []
+
+
+def test_write_atomic_sets_the_named_mode_past_the_umask(tmp_path: Path) -> None:
+    target = tmp_path / "hook"
+    old = os.umask(0o077)
+    try:
+        write_atomic(target, "#!/bin/sh\n", mode=0o755)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755
+
+
+def test_write_atomic_failure_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "taken"
+    target.mkdir()  # os.replace of a file onto a non-empty directory fails
+    (target / "inside").write_text("x")
+    with pytest.raises(OSError):
+        write_atomic(target, "data")
+    assert target.is_dir()
+    assert _leftovers(tmp_path) == []
+
+
+def test_load_json_absent_is_quiet_and_corrupt_is_discarded_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "doc.json"
+    with caplog.at_level(logging.WARNING, logger="git_sluice"):
+        assert load_json(path, dict, dict, what="test doc") == {}
+    assert caplog.records == []
+    path.write_text("{not json")
+    with caplog.at_level(logging.WARNING, logger="git_sluice"):
+        assert load_json(path, dict, dict, what="test doc") == {}
+    assert "test doc" in caplog.text and "corrupt" in caplog.text and str(path) in caplog.text
+
+
+def test_load_json_refused_by_the_parser_is_corrupt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps({"branch": 3}))
+
+    def parse(data: dict[str, object]) -> str:
+        if not isinstance(data["branch"], str):
+            raise TypeError("branch is not a string")
+        return data["branch"]
+
+    with caplog.at_level(logging.WARNING, logger="git_sluice"):
+        assert load_json(path, parse, lambda: "none", what="queue") == "none"
+    assert "branch is not a string" in caplog.text
+
+
+def test_document_not_an_object_is_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    doc = JsonDocument(tmp_path / "d.json", what="test doc")
+    doc.path.write_text("[1, 2]")
+    with caplog.at_level(logging.WARNING, logger="git_sluice"):
+        with doc.update() as data:
+            assert data == {}
+            data["a"] = 1
+    assert json.loads(doc.path.read_text()) == {"a": 1}
+    assert "not an object" in caplog.text
+
+
+def test_update_writes_nothing_when_the_block_raises(tmp_path: Path) -> None:
+    doc = JsonDocument(tmp_path / "sub" / "d.json", what="test doc")
+    with doc.update() as data:
+        data["kept"] = True
+    with pytest.raises(RuntimeError):
+        with doc.update() as data:
+            data["kept"] = False
+            raise RuntimeError("changed my mind")
+    assert doc.read() == {"kept": True}
+    assert stat.S_IMODE(doc.path.parent.stat().st_mode) == 0o700
+
+
+def test_threads_updating_one_document_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "d.json"
+
+    def bump(n: int) -> None:
+        doc = JsonDocument(path, what="counter")  # an instance each, as separate stores would be
+        for _ in range(n):
+            with doc.update() as data:
+                data["n"] = data.get("n", 0) + 1
+
+    threads = [threading.Thread(target=bump, args=(25,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert JsonDocument(path, what="counter").read() == {"n": 100}
+    assert _leftovers(tmp_path) == []
+
+
+def _bump_in_process(path: str, n: int) -> None:
+    doc = JsonDocument(path, what="counter")
+    for _ in range(n):
+        with doc.update() as data:
+            data["n"] = data.get("n", 0) + 1
+
+
+def test_processes_updating_one_document_lose_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "d.json")
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_bump_in_process, args=(path, 20)) for _ in range(3)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+        assert proc.exitcode == 0
+    assert JsonDocument(path, what="counter").read() == {"n": 60}
+
+
+def test_a_held_lock_past_its_timeout_names_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "q.lock"
+    holder = file_lock(path)
+    with held(holder, busy="the queue lock"):
+        # another process's view of the same lock: flock is per open file, so a second lock object conflicts
+        waiter = file_lock(path, timeout=0)
+        with pytest.raises(StateFileBusy) as caught:
+            with held(waiter, busy="the queue lock"):
+                pass  # pragma: no cover - never reached
+    assert str(path) in str(caught.value) and "the queue lock" in str(caught.value)
+    assert caught.value.exit_code == 1
+    with held(file_lock(path, timeout=0), busy="the queue lock"):
+        pass  # released: the next holder gets it at once
+
+
+def test_one_timeout_for_documents(tmp_path: Path) -> None:
+    doc = JsonDocument(tmp_path / "d.json", what="x")
+    with doc.locked():
+        assert doc._lock is not None and doc._lock.timeout == statefile.LOCK_TIMEOUT == 30.0
+
+
+def test_try_acquire_does_not_wait(tmp_path: Path) -> None:
+    first, second = file_lock(tmp_path / "r.lock"), file_lock(tmp_path / "r.lock")
+    assert try_acquire(first)
+    try:
+        assert not try_acquire(second)
+    finally:
+        first.release()
+    assert try_acquire(second)
+    second.release()
+
+
+def test_reading_state_does_not_import_filelock(tmp_path: Path) -> None:
+    code = (
+        "import sys; from git_sluice.intake.queue import QueueStore; "
+        f"QueueStore({str(tmp_path)!r}).load('main'); assert 'filelock' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
