@@ -23,11 +23,12 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import filelock
+
+from ..statefile import write_atomic
 
 log = logging.getLogger("git_sluice")
 
@@ -182,7 +183,7 @@ class KeptAnswers:
             "body": base64.b64encode(body).decode("ascii"),
         }
         self._ensure_dir()
-        _atomic_write(body_path, json.dumps(kept).encode())
+        write_atomic(body_path, json.dumps(kept).encode())
         return self.confirm(meta, now)
 
     def confirm(self, meta: Meta, now: float) -> Meta:
@@ -215,7 +216,7 @@ class KeptAnswers:
     def _write_meta(self, meta: Meta) -> None:
         meta_path, _, _ = self._paths(meta.address)
         self._ensure_dir()
-        _atomic_write(meta_path, json.dumps(meta.to_json()).encode())
+        write_atomic(meta_path, json.dumps(meta.to_json()).encode())
 
     def _discard(self, *paths: Path) -> None:
         for path in paths:
@@ -232,15 +233,3 @@ class KeptAnswers:
         self._ensure_dir()
         return filelock.FileLock(str(lock_path))
 
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(data)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
