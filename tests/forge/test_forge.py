@@ -140,3 +140,33 @@ def test_a_real_socket_trickling_bytes_is_cut_at_the_whole_call_deadline(tmp_pat
         server.close()
     assert caught.value.reason == "timed out"
     assert time.monotonic() - started < 5  # the body alone would have taken 40 s
+
+
+def test_errors_come_in_families_a_caller_can_catch_whole() -> None:
+    from git_sluice.errors import (
+        AllowanceSpent,
+        CredentialsRefused,
+        ForgeAnswered,
+        ForgeError,
+        HostStoreError,
+        RemoteError,
+        RemoteUnreachable,
+        SluiceError,
+        StateError,
+    )
+    from git_sluice.forge.client import Answer
+
+    with pytest.raises(CredentialsRefused) as refused:
+        Answer(401, {}, b'{"message": "Bad credentials"}', "https://api.github.com/user").raise_for_status()
+    assert isinstance(refused.value, ForgeAnswered) and "GH_TOKEN" in str(refused.value)
+    with pytest.raises(ForgeAnswered) as missing:
+        Answer(404, {}, b'{"message": "Not Found"}', "https://api.github.com/repos/o/x").raise_for_status()
+    assert missing.value.status == 404 and not isinstance(missing.value, CredentialsRefused)
+    assert issubclass(AllowanceSpent, ForgeError) and AllowanceSpent.exit_code == 3
+    assert issubclass(RemoteUnreachable, RemoteError) and issubclass(HostStoreError, StateError)
+    # the old homes still name the same classes
+    from git_sluice.forge.hoststore import HostStoreError as FromHostStore
+    from git_sluice.remote.git import RemoteUnreachable as FromGit
+
+    assert FromHostStore is HostStoreError and FromGit is RemoteUnreachable
+    assert all(issubclass(c, SluiceError) for c in (ForgeError, RemoteError, StateError))
