@@ -17,7 +17,7 @@ every message says what happened and what a person can do about it.
     │   │   └── CredentialsRefused     401: the token or the App is not accepted
     │   ├── AllowanceSpent          3  the allowance of (pool, resource) is spent until ``until``
     │   ├── ForeignURL                 a URL outside sluice.api / sluice.graphql: no token goes there
-    │   └── CallTimedOut            4  the caller's deadline passed before the call could be sent
+    │   └── CallTimedOut            4  the caller's own deadline ran out (before the wire, or before the answer)
     ├── RemoteError                    the git remote (``refs/sluice/*``)
     │   ├── RemoteUnreachable          could not talk to it; nothing is known about the refs
     │   ├── RemoteRefused              it refused a ref by its own rule (not a race)
@@ -164,13 +164,18 @@ class TimedOut(SluiceError):
 
 
 class CallTimedOut(ForgeError, TimedOut):
-    """The caller's deadline passed before the call reached the wire: nothing was sent."""
+    """The caller's own deadline ran out: before the call was sent (``sent`` False) or before its answer."""
 
     exit_code = 4
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, *, sent: bool) -> None:
         self.address = address
-        super().__init__(f"the deadline for {address} passed before it could be sent; nothing was sent")
+        self.sent = sent
+        if sent:
+            text = f"no answer from GitHub for {address} within the given timeout; try again with a longer --timeout"
+        else:
+            text = f"the timeout for {address} ran out before it could be sent; nothing was sent"
+        super().__init__(text)
 
 
 class Interrupted(SluiceError):

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import httpx
 
 from ..clock import Clock
-from ..errors import AllowanceSpent, Interrupted, SluiceError
+from ..errors import AllowanceSpent, CallTimedOut, Interrupted, SluiceError
 from . import rules
 from .hoststore import HostStore, Outcome, OutcomeKind, PauseView, Permit, Wait
 from .road import PERMIT, VERDICT, AnswerFailed, Stats, Waits, call_of
@@ -88,9 +88,7 @@ class HostGate(httpx.BaseTransport):
             try:
                 response = self.inner.handle_request(request)
             except Exception as exc:
-                # a refusal of our own before the wire (deadline, URL, credentials) was never sent
-                sent = isinstance(exc, Interrupted) or not isinstance(exc, SluiceError)
-                self.admission.store.finish(permit, Outcome("failure" if sent else "not_attempted"))
+                self.admission.store.finish(permit, Outcome("failure" if _was_sent(exc) else "not_attempted"))
                 raise
             verdict: rules.Verdict = response.extensions[VERDICT]
             pause = self._finish(permit, verdict)
@@ -124,3 +122,10 @@ class HostGate(httpx.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def _was_sent(exc: Exception) -> bool:
+    """Did the call reach the wire? A refusal of our own before it (deadline, URL, credentials) did not."""
+    if isinstance(exc, CallTimedOut):
+        return exc.sent
+    return isinstance(exc, Interrupted) or not isinstance(exc, SluiceError)

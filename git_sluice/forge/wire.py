@@ -9,8 +9,11 @@ the one that goes out.
 ``Deadline`` bounds the whole call, not each read: httpx's timeout is per
 read, so an answer trickling one byte every few seconds would never end.
 Each read may wait at most what is left of the call, and the body is read
-against the same deadline on the injected clock; a call past it fails as
-timed out (failure memory takes it from there).
+against the same deadline on the injected clock. A call past its own 30 s
+fails as timed out (failure memory takes it from there); a call cut short by
+its caller's nearer deadline is ``CallTimedOut`` (exit 4) and leaves the
+address's record alone — one impatient caller must not make GitHub look down
+to every other process of the clone.
 """
 
 from __future__ import annotations
@@ -52,19 +55,25 @@ class Deadline(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         call = call_of(request)
         left = self.timeout
+        callers = call.deadline is not None and call.deadline - self.clock.time() < left
         if call.deadline is not None:
             left = min(left, call.deadline - self.clock.time())
         if left <= 0:
-            raise CallTimedOut(call.address)
+            raise CallTimedOut(call.address, sent=False)
         end = self.clock.monotonic() + left
         request.extensions = {**request.extensions, "timeout": dict.fromkeys(("connect", "read", "write", "pool"), left)}
-        response = self.inner.handle_request(request)
-        stream = response.stream
-        assert isinstance(stream, httpx.SyncByteStream)
         try:
-            body = b"".join(self._chunks(stream, request, end))
-        finally:
-            stream.close()
+            response = self.inner.handle_request(request)
+            stream = response.stream
+            assert isinstance(stream, httpx.SyncByteStream)
+            try:
+                body = b"".join(self._chunks(stream, request, end))
+            finally:
+                stream.close()
+        except httpx.TimeoutException:
+            if callers:  # the caller's own deadline, not GitHub, ran out: nothing to remember against the address
+                raise CallTimedOut(call.address, sent=True) from None
+            raise
         response.stream = httpx.ByteStream(body)
         return response
 

@@ -307,7 +307,7 @@ def test_a_failure_answer_goes_to_failure_memory_and_pauses_nothing(store: HostS
 
 def test_a_refusal_before_the_wire_hands_the_permit_back_unsent(store: HostStore, clock: FakeClock) -> None:
     def too_late(request: httpx.Request) -> httpx.Response:
-        raise CallTimedOut("GET x")
+        raise CallTimedOut("GET x", sent=False)
 
     with pytest.raises(CallTimedOut):
         gate(store, clock, Recorder(too_late)).handle_request(request())
@@ -437,6 +437,15 @@ def test_an_answer_trickling_in_ends_at_the_calls_whole_deadline(clock: FakeCloc
     assert clock.time() - start <= 35  # the deadline, plus at most the one read that crossed it
 
 
+def test_a_callers_nearer_deadline_ends_the_call_as_its_own_timeout_not_githubs(clock: FakeClock) -> None:
+    inner = Recorder(trickle(clock, 5.0, 1000))
+    layer = Deadline(inner.transport, clock, Waits(clock), timeout=30)
+    start = clock.time()
+    with pytest.raises(CallTimedOut) as caught:
+        layer.handle_request(request(deadline=start + 10))
+    assert caught.value.sent and caught.value.exit_code == 4 and clock.time() - start <= 15
+
+
 def test_each_read_waits_at_most_what_is_left_of_the_call(clock: FakeClock) -> None:
     inner = Recorder(ok())
     layer = Deadline(inner.transport, clock, Waits(clock), timeout=30)
@@ -451,7 +460,7 @@ def test_a_call_whose_deadline_passed_is_not_sent(clock: FakeClock) -> None:
     layer = Deadline(inner.transport, clock, Waits(clock), timeout=30)
     with pytest.raises(CallTimedOut) as caught:
         layer.handle_request(request(deadline=clock.time() - 1))
-    assert inner.seen == [] and caught.value.exit_code == 4
+    assert inner.seen == [] and caught.value.exit_code == 4 and not caught.value.sent
 
 
 def test_a_trickling_answer_stops_when_told(clock: FakeClock) -> None:
