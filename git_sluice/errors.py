@@ -168,13 +168,13 @@ class CallTimedOut(ForgeError, TimedOut):
 
     exit_code = 4
 
-    def __init__(self, address: str, *, sent: bool) -> None:
+    def __init__(self, address: str, *, sent: bool, waiting: str = "before it could be sent") -> None:
         self.address = address
         self.sent = sent
         if sent:
             text = f"no answer from GitHub for {address} within the given timeout; try again with a longer --timeout"
         else:
-            text = f"the timeout for {address} ran out before it could be sent; nothing was sent"
+            text = f"the timeout for {address} ran out {waiting}; nothing was sent"
         super().__init__(text)
 
 

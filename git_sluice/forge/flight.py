@@ -3,10 +3,11 @@
 A caller that waited while another caller asked the same address shares that
 answer (its generation moved and the address did not fail): ten processes
 asking at once make one call. The wait is bounded: a caller that waited
-``patience`` seconds (or to its own deadline) for a caller that never
-finishes — stopped, or itself waiting out a pause — takes its own turn
-rather than crash with the lock's timeout; the layers below still keep every
-rule (a pause refuses it, failure memory answers it).
+``patience`` seconds for a caller that never finishes — stopped, or itself
+waiting out a pause — takes its own turn rather than crash with the lock's
+timeout, and the layers below still keep every rule (a pause refuses it,
+failure memory answers it); a caller whose own deadline runs out first is
+told so (``CallTimedOut``, nothing sent).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import filelock
 import httpx
 
 from ..clock import Clock
+from ..errors import CallTimedOut
 from .kept import KeptAnswers
 from .road import META, SHARED, Call, Stats, Waits, call_of, kept_response
 
@@ -44,6 +46,8 @@ class SingleFlight(httpx.BaseTransport):
         before = self.kept.meta(call.address).generation
         lock = self.kept.flight_lock(call.address)
         if not self._take(lock, call):
+            if call.deadline is not None and self.clock.time() >= call.deadline:
+                raise CallTimedOut(call.address, sent=False, waiting="while another caller on this clone asked it")
             log.warning("another caller has been asking %s for too long: asking it on our own", call.address)
             return self.inner.handle_request(request)
         try:

@@ -490,3 +490,29 @@ def test_api_with_a_timeout_against_a_hang_returns_within_about_its_timeout(clon
     github.gh.clear_faults()
     with open_session(clone, clock=github.clock, need_branches=False) as session:
         assert session.forge.get(PULLS).status == 200
+
+
+def test_a_second_process_waiting_on_a_hung_call_ends_with_a_clear_error_at_its_timeout(
+    clone: Path, github: ServedDouble
+) -> None:
+    gh = github.gh
+    with open_session(clone, clock=github.clock, need_branches=False) as session:
+        primed(session)
+    gh.fault("hang", path="pulls", times=1, seconds=30)
+    first = _cli(clone, "api", PULLS)  # holds the address's flight while GitHub hangs
+    try:
+        deadline = time.monotonic() + 20
+        while gh.requests(path="pulls") == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        started = time.monotonic()
+        second = subprocess.run([sys.executable, "-m", "git_sluice", "api", "--timeout", "1s", PULLS],
+                                cwd=clone, capture_output=True, text=True, timeout=60)
+        elapsed = time.monotonic() - started
+    finally:
+        first.kill()
+        first.communicate()
+        gh.clear_faults()
+    assert second.returncode == 4, second.stderr  # it was a filelock.Timeout traceback after 120 s
+    assert "another caller on this clone" in second.stderr and "Traceback" not in second.stderr
+    assert elapsed < 10
+    assert gh.requests(path="pulls") == 1  # the second sent nothing

@@ -201,6 +201,32 @@ def test_a_waiter_whose_patience_runs_out_takes_its_own_turn_instead_of_crashing
     assert len(inner.seen) == 1
 
 
+def test_a_waiter_whose_own_deadline_runs_out_is_told_so_and_sends_nothing(
+    kept: KeptAnswers, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inner = Recorder(ok())
+    layer = SingleFlight(inner.transport, kept, clock, Stats(), Waits(clock))
+    holder = kept.flight_lock(address_of("GET", URL))
+    holder.acquire()
+    tried = spy_on_lock_tries(kept, monkeypatch)
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            layer.handle_request(request(deadline=clock.time() + 5))
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    waiter = threading.Thread(target=call)
+    waiter.start()
+    assert tried.wait(10)
+    clock.advance(6)
+    waiter.join(10)
+    holder.release()
+    assert len(errors) == 1 and isinstance(errors[0], CallTimedOut) and not errors[0].sent
+    assert "another caller" in str(errors[0]) and inner.seen == []
+
+
 def test_a_waiter_stops_when_told(kept: KeptAnswers, clock: FakeClock) -> None:
     cancel = threading.Event()
     layer = SingleFlight(Recorder(ok()).transport, kept, clock, Stats(), Waits(clock, cancel))
