@@ -232,4 +232,3 @@ class KeptAnswers:
         _, _, lock_path = self._paths(address)
         self._ensure_dir()
         return filelock.FileLock(str(lock_path))
-
