@@ -516,3 +516,18 @@ def test_a_second_process_waiting_on_a_hung_call_ends_with_a_clear_error_at_its_
     assert "another caller on this clone" in second.stderr and "Traceback" not in second.stderr
     assert elapsed < 10
     assert gh.requests(path="pulls") == 1  # the second sent nothing
+
+
+def test_a_session_told_to_stop_sends_nothing_more(clone: Path, github: ServedDouble) -> None:
+    from git_sluice.errors import Interrupted
+
+    with open_session(clone, clock=github.clock, need_branches=False) as session:
+        primed(session)
+    cancel = threading.Event()
+    cancel.set()  # as a SIGTERM handler would
+    mark = github.gh.mark()
+    with open_session(clone, clock=github.clock, need_branches=False, cancel=cancel) as session:
+        with pytest.raises(Interrupted) as caught:
+            session.forge.get(PULLS, wait=True)
+    assert caught.value.exit_code == 130
+    assert github.gh.requests(since=mark) == 0
