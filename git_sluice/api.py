@@ -12,8 +12,10 @@
 GET conditional and shared with the clone's other processes, no call while
 the allowance is spent (:class:`~git_sluice.errors.AllowanceSpent`, whose
 ``until`` says when it ends; pass ``wait=True`` to wait it out), failures
-remembered (:class:`~git_sluice.forge.client.ForgeUnavailable`), and every
-call in the budget ledger that ``git sluice status`` shows.
+remembered (:class:`~git_sluice.errors.ForgeUnavailable`), and every
+call in the budget ledger that ``git sluice status`` shows. Every problem
+with GitHub is a :class:`~git_sluice.errors.ForgeError` (catch the family, or
+one member); every error git-sluice raises is a ``SluiceError``.
 """
 
 from __future__ import annotations
@@ -23,8 +25,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import AllowanceSpent, ConfigError, SluiceError, TimedOut
-from .forge.client import Answer, Forge, ForgeError, ForgeUnavailable
+from .errors import (
+    AllowanceSpent,
+    ConfigError,
+    CredentialsRefused,
+    ForgeAnswered,
+    ForgeError,
+    ForgeUnavailable,
+    SluiceError,
+    TimedOut,
+)
+from .forge.client import Answer, Forge
 
 __all__ = [
     "github",
@@ -33,6 +44,8 @@ __all__ = [
     "Forge",
     "AllowanceSpent",
     "ConfigError",
+    "CredentialsRefused",
+    "ForgeAnswered",
     "ForgeError",
     "ForgeUnavailable",
     "SluiceError",

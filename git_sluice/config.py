@@ -157,14 +157,18 @@ def repository_from_url(url: str) -> str | None:
 
 
 def is_loopback_url(url: str) -> bool:
-    """True when the URL's host is this machine (127.0.0.0/8, ::1, localhost)."""
+    """True when the URL's host is this machine: 127.0.0.0/8, ::1, or exactly ``localhost``.
+
+    A name that merely ends in ``.localhost`` is not: it is resolved like any
+    other name, and a token sent over plain http to it could leave the machine.
+    """
     try:
         host = urlsplit(url).hostname
     except ValueError:
         return False
     if not host:
         return False
-    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+    if host.lower() == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback

@@ -1,7 +1,39 @@
-"""Errors a caller can catch, each with the exit code its command ends with.
+"""Every error git-sluice raises on purpose, in families a caller can catch.
 
-Exit codes (design §9): 0 done; 1 failed; 2 usage or configuration; 3 allowance
-spent (the message names when it ends); 4 timed out (``wait``).
+As httpx keeps its exceptions in one module, so does git-sluice: a caller
+catches a family (``ForgeError`` for anything about GitHub, ``RemoteError``
+for the git remote, ``StateError`` for this host's files) or one member, and
+every message says what happened and what a person can do about it.
+
+::
+
+    SluiceError                     exit 1 unless the class says otherwise
+    ├── ConfigError                 2  a setting is missing or malformed (names key and form)
+    ├── UsageError                  2  the command was called wrongly
+    │   └── NotARepository          2  started outside a git repository
+    ├── ForgeError                     GitHub could not give an answer to use
+    │   ├── ForgeUnavailable           the address failed; not asked again until ``until``
+    │   ├── ForgeAnswered              GitHub answered with an error (404, 422, a permission 403)
+    │   │   └── CredentialsRefused     401: the token or the App is not accepted
+    │   ├── AllowanceSpent          3  the allowance of (pool, resource) is spent until ``until``
+    │   ├── ForeignURL                 a URL outside sluice.api / sluice.graphql: no token goes there
+    │   └── CallTimedOut            4  the caller's own deadline ran out (before the wire, or before the answer)
+    ├── RemoteError                    the git remote (``refs/sluice/*``)
+    │   ├── RemoteUnreachable          could not talk to it; nothing is known about the refs
+    │   ├── RemoteRefused              it refused a ref by its own rule (not a race)
+    │   └── PublishFailed              a pause note kept losing races
+    ├── StateError                     this host's or clone's state files
+    │   ├── HostStoreError             the host's SQLite store cannot be used
+    │   ├── QueueLockBusy              the queue lock is held far longer than a save takes
+    │   └── StateFileBusy              a state file's lock is held far longer than a save takes
+    ├── RepoError                      the local repository or git itself
+    │   ├── ReftableUnsupported        reftable ref storage (libgit2 cannot read it)
+    │   └── GitFailed                  a local git command failed
+    ├── TimedOut                    4  a ``wait`` reached no outcome in time
+    └── Interrupted               130  the process was asked to stop during a call
+
+Exit codes (docs/reference.md): 0 done; 1 failed; 2 usage or configuration;
+3 allowance spent (the message names when it ends); 4 timed out.
 """
 
 from __future__ import annotations
@@ -17,6 +49,18 @@ class SluiceError(Exception):
     exit_code = 1
 
 
+def local_time(epoch: float) -> str:
+    """A pause end as a person reads it: local wall time, with the date if not today."""
+    when = _dt.datetime.fromtimestamp(epoch).astimezone()
+    today = _dt.datetime.now().astimezone().date()
+    if when.date() == today:
+        return when.strftime("%H:%M:%S %Z").strip()
+    return when.strftime("%Y-%m-%d %H:%M:%S %Z").strip()
+
+
+# ------------------------------------------------------------- configuration and usage
+
+
 class ConfigError(SluiceError):
     """A configuration value is missing or malformed; names the key and the accepted form."""
 
@@ -29,7 +73,11 @@ class ConfigError(SluiceError):
         super().__init__(f"{key}={value!s}: expected {accepted}")
 
 
-class NotARepository(SluiceError):
+class UsageError(SluiceError):
+    exit_code = 2
+
+
+class NotARepository(UsageError):
     """git-sluice was started outside any git repository (a usage error: exit 2)."""
 
     exit_code = 2
@@ -40,20 +88,50 @@ class NotARepository(SluiceError):
         super().__init__(f"{path} is not inside a git repository{extra}: run git sluice from a clone")
 
 
-class UsageError(SluiceError):
-    exit_code = 2
+# ------------------------------------------------------------------------- GitHub
 
 
-def local_time(epoch: float) -> str:
-    """A pause end as a person reads it: local wall time, with the date if not today."""
-    when = _dt.datetime.fromtimestamp(epoch).astimezone()
-    today = _dt.datetime.now().astimezone().date()
-    if when.date() == today:
-        return when.strftime("%H:%M:%S %Z").strip()
-    return when.strftime("%Y-%m-%d %H:%M:%S %Z").strip()
+class ForgeError(SluiceError):
+    """GitHub could not give this call an answer to use; every GitHub problem is one of these."""
 
 
-class AllowanceSpent(SluiceError):
+class ForgeUnavailable(ForgeError):
+    """GitHub did not answer usefully at an address; it is not asked again until ``until``."""
+
+    def __init__(self, address: str, until: float, reason: str) -> None:
+        self.address = address
+        self.until = until
+        self.reason = reason
+        super().__init__(
+            f"GitHub unavailable for {address}: {reason}; not asked again before {local_time(until)} "
+            "(git-sluice retries by itself then; if it keeps failing, check sluice.api and GitHub's status)"
+        )
+
+
+class ForgeAnswered(ForgeError):
+    """GitHub answered with an error that is not a throttle (404, 422, a permission 403, …)."""
+
+    def __init__(self, status: int, address: str, message: str) -> None:
+        self.status = status
+        self.address = address
+        self.message = message
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        return f"GitHub answered {self.status} for {self.address}: {self.message}"
+
+
+class CredentialsRefused(ForgeAnswered):
+    """401: the credentials are wrong, not the call; asking again cannot help."""
+
+    def _describe(self) -> str:
+        return (
+            f"GitHub refused the credentials ({self.status}) for {self.address}: {self.message}; check the "
+            "token (GH_TOKEN, GITHUB_TOKEN, `gh auth status`) or the App's key and installation"
+        )
+
+
+class AllowanceSpent(ForgeError):
     """GitHub's allowance for (pool, resource) is spent; no call is made until ``until``."""
 
     exit_code = 3
@@ -70,5 +148,137 @@ class AllowanceSpent(SluiceError):
         )
 
 
+class ForeignURL(ForgeError):
+    """A full URL outside the configured endpoints: the token is never sent there."""
+
+    def __init__(self, url: str, allowed: str) -> None:
+        self.url = url
+        super().__init__(
+            f"{url} is not under the configured API ({allowed}); git-sluice sends its token only to "
+            "sluice.api and sluice.graphql (same scheme, host and port): pass a path such as repos/o/r"
+        )
+
+
 class TimedOut(SluiceError):
     exit_code = 4
+
+
+class CallTimedOut(ForgeError, TimedOut):
+    """The caller's own deadline ran out: before the call was sent (``sent`` False) or before its answer."""
+
+    exit_code = 4
+
+    def __init__(self, address: str, *, sent: bool, waiting: str = "before it could be sent") -> None:
+        self.address = address
+        self.sent = sent
+        if sent:
+            text = f"no answer from GitHub for {address} within the given timeout; try again with a longer --timeout"
+        else:
+            text = f"the timeout for {address} ran out {waiting}; nothing was sent"
+        super().__init__(text)
+
+
+class Interrupted(SluiceError):
+    """Asked to stop (SIGTERM, Ctrl-C) while a call waited; nothing more was sent."""
+
+    exit_code = 130
+
+
+# ------------------------------------------------------------------------ the remote
+
+
+class RemoteError(SluiceError):
+    """The git remote holding ``refs/sluice/*`` could not be used as needed."""
+
+
+class RemoteUnreachable(RemoteError):
+    """The remote could not be talked to (network, authentication, no such remote).
+
+    Nothing is known about the refs: no write may be assumed won or lost.
+    """
+
+    def __init__(self, remote: str, operation: str, detail: str) -> None:
+        self.remote = remote
+        self.operation = operation
+        self.detail = detail
+        super().__init__(
+            f"cannot {operation} remote '{remote}': {detail or 'git gave no reason'} "
+            f"(check `git ls-remote {remote}` works from this host)"
+        )
+
+
+class RemoteRefused(RemoteError):
+    """The remote refused a coordination ref by its own rule (a hook, a protection).
+
+    This is not a race: retrying cannot help, a person must allow ``refs/sluice/*``.
+    """
+
+    def __init__(self, remote: str, ref: str, reason: str) -> None:
+        self.remote = remote
+        self.ref = ref
+        self.reason = reason
+        super().__init__(
+            f"remote '{remote}' refused {ref}: {reason}; git-sluice needs to create, update and "
+            "delete refs under refs/sluice/ (allow them in the server's hooks or protections)"
+        )
+
+
+class PublishFailed(RemoteError):
+    """The pause note kept losing races; the host's own pause still holds."""
+
+    def __init__(self, ref: str, attempts: int) -> None:
+        self.ref = ref
+        super().__init__(
+            f"could not publish {ref} after {attempts} attempts (other hosts kept moving it); "
+            "this host stays paused and other hosts will learn of the pause from their own calls"
+        )
+
+
+# ------------------------------------------------------------------------ state files
+
+
+class StateError(SluiceError):
+    """A state file of this host or clone cannot be used; says which file and what to do."""
+
+
+class HostStoreError(StateError):
+    """The host state file cannot be used (locked too long, unwritable); says which file and what to do."""
+
+
+class QueueLockBusy(StateError):
+    """Another process kept the queue lock far longer than a save takes."""
+
+
+class StateFileBusy(StateError):
+    """Another process kept a state file's lock far longer than a save takes."""
+
+
+# ------------------------------------------------------------------ the repository
+
+
+class RepoError(SluiceError):
+    """The local repository, or git itself, cannot do what was needed."""
+
+
+class ReftableUnsupported(RepoError):
+    """The repository stores its refs in reftable, which libgit2 cannot read."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.git_dir = git_dir
+        super().__init__(
+            f"{git_dir} uses the reftable ref storage (extensions.refStorage=reftable), which "
+            "git-sluice cannot read yet (libgit2 has no reftable support); use git-sluice from "
+            "a clone with the files ref storage (git clone --ref-format=files)"
+        )
+
+
+class GitFailed(RepoError):
+    """A local git command failed; names the command and what git said."""
+
+    def __init__(self, args: tuple[str, ...], returncode: int, stderr: str) -> None:
+        self.args_ = args
+        self.returncode = returncode
+        self.stderr = stderr
+        said = stderr.strip().splitlines()
+        detail = said[-1] if said else "no message"
+        super().__init__(f"git {' '.join(args[:3])} failed (exit {returncode}): {detail}")

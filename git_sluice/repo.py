@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pygit2
 
-from .errors import NotARepository, SluiceError
+from .errors import GitFailed as GitFailed, NotARepository, ReftableUnsupported as ReftableUnsupported
 
 # Variables that select a repository; they must not leak into the git we run,
 # because a hook runs with a *relative* GIT_DIR that means nothing elsewhere.
@@ -32,30 +32,6 @@ _REPO_SELECTING_ENV = (
     "GIT_NAMESPACE",
     "GIT_PREFIX",
 )
-
-
-class ReftableUnsupported(SluiceError):
-    """The repository stores its refs in reftable, which libgit2 cannot read."""
-
-    def __init__(self, git_dir: Path) -> None:
-        self.git_dir = git_dir
-        super().__init__(
-            f"{git_dir} uses the reftable ref storage (extensions.refStorage=reftable), which "
-            "git-sluice cannot read yet (libgit2 has no reftable support); use git-sluice from "
-            "a clone with the files ref storage (git clone --ref-format=files)"
-        )
-
-
-class GitFailed(SluiceError):
-    """A local git command failed; names the command and what git said."""
-
-    def __init__(self, args: tuple[str, ...], returncode: int, stderr: str) -> None:
-        self.args_ = args
-        self.returncode = returncode
-        self.stderr = stderr
-        said = stderr.strip().splitlines()
-        detail = said[-1] if said else "no message"
-        super().__init__(f"git {' '.join(args[:3])} failed (exit {returncode}): {detail}")
 
 
 def _read_gitfile(path: Path) -> Path | None:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import SluiceError
+from .errors import StateFileBusy as StateFileBusy
 
 if TYPE_CHECKING:
     import filelock
@@ -47,10 +47,6 @@ LOCK_TIMEOUT = 30.0
 STATE_MODE = 0o600
 
 T = TypeVar("T")
-
-
-class StateFileBusy(SluiceError):
-    """Another process kept a state file's lock far longer than a save takes."""
 
 
 def write_atomic(path: Path | str, data: bytes | str, *, mode: int = STATE_MODE) -> None:

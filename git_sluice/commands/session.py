@@ -10,6 +10,7 @@ pause's end is claimed on the note so one host probes for the whole fleet.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -127,8 +128,12 @@ def open_session(
     on_wait: Callable[[Wait], None] | None = None,
     transport: httpx.BaseTransport | None = None,
     store: HostStore | None = None,
+    cancel: threading.Event | None = None,
 ) -> Session:
-    """Everything one command needs; raises ConfigError / NoCredentials before any call."""
+    """Everything one command needs; raises ConfigError / NoCredentials before any call.
+
+    ``cancel``, once set (a SIGTERM handler's job), ends the forge's waits with ``Interrupted``.
+    """
     clock = clock or default_clock()
     repo = Repo.discover(path)
     settings = load_settings(repo.workdir or repo.git_dir, need_branches=need_branches)
@@ -160,6 +165,7 @@ def open_session(
         probe_claim=fleet.claim if settings.enforce else None,
         on_probed=fleet.probed,
         transport=transport,
+        cancel=cancel,
     )
     session = Session(repo, settings, clock, store, forge, remote, notes, credentials)
     session.closers.append(forge.close)

@@ -1,62 +1,57 @@
 """The forge client: the only way anything in git-sluice reaches GitHub.
 
-Every call goes the same road, in this order, so no caller can skip a rule:
+Every call goes the same road, a stack of httpx transports, outermost first,
+so no caller can skip a rule (docs/design.md, "One call's road"):
 
-1. failure memory — an address that failed recently is not asked (kept.py);
-2. single flight — one caller per address on the host; a caller that waited
-   for someone else's call to the same address shares its answer (kept.py);
-3. a permit from the host store — no call while (pool, resource) is paused,
-   one probe at the pause's end, then cohorts of 1, 2, 4, 8 (hoststore.py);
-4. the permit is *started* just before the wire: a throttle seen meanwhile by
-   any process advanced the epoch, and the call is dropped unsent;
-5. every GET is conditional; a 304 is answered from the kept body;
-6. every answer is classified (rules.py); a throttle pauses the host (and,
-   through ``on_pause``, the fleet); the rate headers go to the budget ledger.
+1. single flight (flight.py) — one caller per address on the clone; a caller
+   that waited for another's call to the same address shares its answer;
+2. failure memory (memory.py) — an address that failed recently is not asked;
+3. revalidation (revalidate.py) — every GET is conditional on the kept
+   answer, and a 304 is answered from the kept body;
+4. the host's gate (permits.py) — a started permit for (pool, resource): no
+   call while paused, one probe at the pause's end, then cohorts; a throttle
+   pauses the host and, through ``on_pause``, the fleet;
+5. the ledger (ledger.py) — every answer classified, its rate headers and
+   cost to the budget ledger;
+6. the wire (wire.py) — the token, only for the configured origins, and the
+   call's whole deadline.
+
+Single flight sits outside failure memory so that a failure is remembered
+before the next waiter takes its turn (else it would ask again at once).
 """
 
 from __future__ import annotations
 
 import json as jsonlib
-import logging
-import time as _time
-from datetime import datetime
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
-from urllib.parse import urlencode, urlsplit
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 
 from .. import __version__
 from ..clock import Clock
-from ..errors import AllowanceSpent, SluiceError, local_time
-from . import rules
+from ..errors import CredentialsRefused, ForeignURL, ForgeAnswered, ForgeError, ForgeUnavailable
+from . import origins, rules
 from .auth import Credentials
-from .hoststore import HostStore, Outcome, PauseView, Permit, Wait
-from .kept import KeptAnswers, Meta, address_of
+from .flight import SingleFlight
+from .hoststore import HostStore
+from .kept import KeptAnswers, address_of
+from .ledger import Ledger
+from .memory import FailureMemory
+from .permits import Admission, HostGate, PauseListener, ProbeClaim, ProbeListener, WaitListener
+from .revalidate import Revalidate
+from .road import CALL, COST, COUNTED, FROM_CACHE, SHARED, VERDICT, Call, Stats, Waits
+from .wire import Authorize, Deadline
 
-log = logging.getLogger("git_sluice")
+__all__ = [
+    "Answer", "Forge", "ForgeAnswered", "ForgeError", "ForgeUnavailable", "Stats",
+    "PauseListener", "ProbeClaim", "ProbeListener", "WaitListener",
+]
 
 USER_AGENT = f"git-sluice/{__version__}"
-
-
-class ForgeUnavailable(SluiceError):
-    """GitHub did not answer usefully at an address; it is not asked again until ``until``."""
-
-    def __init__(self, address: str, until: float, reason: str) -> None:
-        self.address = address
-        self.until = until
-        self.reason = reason
-        super().__init__(f"GitHub unavailable for {address}: {reason}; not asked again before {local_time(until)}")
-
-
-class ForgeError(SluiceError):
-    """GitHub answered with an error that is not a throttle (404, 401, a permission 403, …)."""
-
-    def __init__(self, status: int, address: str, message: str) -> None:
-        self.status = status
-        self.address = address
-        self.message = message
-        super().__init__(f"GitHub answered {status} for {address}: {message}")
 
 
 @dataclass
@@ -71,7 +66,7 @@ class Answer:
     shared: bool = False
     counted: bool = False
 
-    def json(self) -> Any:
+    def json(self) -> Any:  # Any: GitHub's JSON, whatever the endpoint returns
         return jsonlib.loads(self.body) if self.body else None
 
     @property
@@ -87,7 +82,8 @@ class Answer:
                     message = str(data.get("message", ""))
             except ValueError:
                 message = self.body[:200].decode("utf-8", "replace")
-            raise ForgeError(self.status, self.url, message or "error")
+            error = CredentialsRefused if self.status == 401 else ForgeAnswered
+            raise error(self.status, self.url, message or "error")
         return self
 
     def next_url(self) -> str | None:
@@ -99,27 +95,6 @@ class Answer:
                 if 0 <= start < end:
                     return part[start + 1 : end]
         return None
-
-
-@dataclass
-class Stats:
-    """What this client did, for a round's report and the tests."""
-
-    requests: int = 0  # calls that reached the wire
-    counted: int = 0  # of them, counted against the allowance (REST calls)
-    points: int = 0  # GraphQL points spent
-    not_modified: int = 0  # 304s
-    shared: int = 0  # answers shared from another caller's flight
-    not_attempted: int = 0  # permits fenced before the wire
-    failures: int = 0
-    throttles: int = 0
-    calls: list[tuple[str, int]] = field(default_factory=list)  # (address, status)
-
-
-PauseListener = Callable[[PauseView], None]
-WaitListener = Callable[[Wait], None]
-ProbeClaim = Callable[[Permit], bool]
-ProbeListener = Callable[[Permit], None]
 
 
 class Forge:
@@ -142,6 +117,7 @@ class Forge:
         transport: httpx.BaseTransport | None = None,
         timeout: float = 30.0,
         permit_deadline: float = 60.0,
+        cancel: threading.Event | None = None,
     ) -> None:
         self.api = api.rstrip("/")
         self.graphql_url = graphql_url
@@ -150,14 +126,35 @@ class Forge:
         self.kept = kept
         self.clock = clock
         self.enforce = enforce
-        self.on_pause = on_pause
-        self.on_wait = on_wait
-        # across hosts: the one probe at a pause's end is claimed on the fleet's pause note
-        self.probe_claim = probe_claim
-        self.on_probed = on_probed
-        self.permit_deadline = permit_deadline
+        self.timeout = timeout
         self.stats = Stats()
-        self._http = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False)
+        self.waits = Waits(clock, cancel)
+        self._http = httpx.Client(
+            transport=self._road(
+                transport or httpx.HTTPTransport(),
+                Admission(
+                    store, clock, self.waits, self.stats, enforce=enforce, permit_deadline=permit_deadline,
+                    on_wait=on_wait, probe_claim=probe_claim,
+                ),
+                on_pause=on_pause,
+                on_probed=on_probed,
+            ),
+            timeout=timeout,
+            follow_redirects=False,
+        )
+
+    def _road(
+        self, wire: httpx.BaseTransport, admission: Admission, *,
+        on_pause: PauseListener | None, on_probed: ProbeListener | None,
+    ) -> httpx.BaseTransport:
+        """The layers, innermost first (the module docstring reads them outermost first)."""
+        road: httpx.BaseTransport = Deadline(wire, self.clock, self.waits, timeout=self.timeout)
+        road = Authorize(road, self.credentials.token, (self.api, self.graphql_url))
+        road = Ledger(road, self.store, self.clock, self.stats)
+        road = HostGate(road, admission, lambda: self.pool, self.stats, on_pause=on_pause, on_probed=on_probed)
+        road = Revalidate(road, self.kept, self.clock, self.stats)
+        road = FailureMemory(road, self.kept, self.clock, self.stats)
+        return SingleFlight(road, self.kept, self.clock, self.stats, self.waits)
 
     def close(self) -> None:
         self._http.close()
@@ -174,15 +171,25 @@ class Forge:
         return self.credentials.pool_id()
 
     def url_for(self, path: str, params: Mapping[str, Any] | None = None) -> str:
+        """The full URL of a path; a full URL only at sluice.api's or sluice.graphql's exact origin."""
         if path.startswith(("http://", "https://")):
-            if not path.startswith(self.api + "/") and not path.startswith(self.graphql_url):
-                raise SluiceError(f"{path} is not under the configured API {self.api}")
+            if not origins.under(path, self.api) and not origins.under(path, self.graphql_url, exact=True):
+                raise ForeignURL(path, self.api)
             url = path
         else:
             url = f"{self.api}/{path.lstrip('/')}"
         if params:
             url += ("&" if "?" in url else "?") + urlencode({k: v for k, v in params.items() if v is not None})
         return url
+
+    def has_validator(self, path: str) -> bool:
+        """Has a GET of this path a kept answer with a validator (an ETag or a Last-Modified)?
+
+        A caller that only needs to know whether a conditional GET would be
+        free asks this, rather than reading the kept answers' keys itself.
+        """
+        meta = self.kept.meta(address_of("GET", self.url_for(path)))
+        return bool(meta.etag or meta.last_modified)
 
     def get(
         self, path: str, params: Mapping[str, Any] | None = None, *, wait: bool = False, deadline: float | None = None
@@ -199,7 +206,7 @@ class Forge:
         answer.raise_for_status()
         data = answer.json()
         if not isinstance(data, dict):
-            raise ForgeError(answer.status, answer.url, "GraphQL answer is not an object")
+            raise ForgeAnswered(answer.status, answer.url, "GraphQL answer is not an object")
         return data
 
     def request(
@@ -208,215 +215,29 @@ class Forge:
         path: str,
         *,
         params: Mapping[str, Any] | None = None,
-        json_body: Any = None,
+        json_body: Any = None,  # Any: a JSON document
         wait: bool = False,
         deadline: float | None = None,
     ) -> Answer:
+        """One call down the road; raises a ForgeError (AllowanceSpent, ForgeUnavailable, …) or answers."""
         method = method.upper()
         url = self.url_for(path, params)
-        address = address_of(method, url)
-        if method == "GET":
-            return self._get_single_flight(address, url, wait=wait, deadline=deadline)
-        meta = self._check_failure_memory(address)
-        return self._send(method, url, address, meta, json_body=json_body, wait=wait, deadline=deadline)
-
-    # -- the road ----------------------------------------------------------
-    def _check_failure_memory(self, address: str) -> Meta:
-        meta = self.kept.meta(address)
-        now = self.clock.time()
-        if meta.fail_until is not None and meta.fail_until > now:
-            raise ForgeUnavailable(address, meta.fail_until, meta.fail_reason or "failed recently")
-        return meta
-
-    def _get_single_flight(self, address: str, url: str, *, wait: bool, deadline: float | None) -> Answer:
-        before = self._check_failure_memory(address)
-        with self.kept.flight(address):
-            meta = self.kept.meta(address)
-            if meta.generation != before.generation:
-                # another caller's call to this address finished while we waited for it: share it
-                if meta.fail_until is not None and meta.fail_until > self.clock.time():
-                    raise ForgeUnavailable(address, meta.fail_until, meta.fail_reason or "failed just now")
-                kept = self.kept.body(address, meta)
-                if kept is not None:
-                    self.stats.shared += 1
-                    return Answer(kept.status, dict(kept.headers), kept.body, url, from_kept=True, shared=True)
-            return self._send("GET", url, address, meta, json_body=None, wait=wait, deadline=deadline)
-
-    def _admit(self, resource: str, *, wait: bool, deadline: float | None) -> Permit:
-        """A started permit for (pool, resource), waiting where the caller allows it."""
-        pool = self.pool
-        said_paused = False
-        while True:
-            decision = self.store.acquire(pool, resource, deadline=self.permit_deadline, enforce=self.enforce)
-            now = self.clock.time()
-            if isinstance(decision, Permit):
-                if self.store.start(decision):
-                    if decision.kind == "probe" and self.probe_claim is not None and not self.probe_claim(decision):
-                        continue  # another host probes for the fleet; the claim recorded the wait
-                    return decision
-                # a throttle moved the epoch between our permit and the wire: not attempted
-                self.stats.not_attempted += 1
-                continue
-            if decision.reason == "paused":
-                if not wait or (deadline is not None and decision.until > deadline):
-                    raise AllowanceSpent(pool, resource, decision.until)
-                if not said_paused and self.on_wait is not None:
-                    self.on_wait(decision)
-                said_paused = True
-                self.clock.sleep(max(decision.until - now, 0.0) + 0.001)
-                continue
-            # a probe or a cohort is in flight: its calls end within seconds
-            if deadline is not None and now > deadline:
-                raise AllowanceSpent(pool, resource, decision.until, reason=f"{decision.reason} in progress")
-            # real time, not the injected clock: the wait is for another caller's call to end
-            _time.sleep(0.005)
-
-    def _send(
-        self,
-        method: str,
-        url: str,
-        address: str,
-        meta: Meta,
-        *,
-        json_body: Any,
-        wait: bool,
-        deadline: float | None,
-    ) -> Answer:
-        path = urlsplit(url).path
-        resource = rules.resource_for(method, path)
-        kept_body = self.kept.body(address, meta) if method == "GET" else None
-        while True:
-            permit = self._admit(resource, wait=wait, deadline=deadline)
-            headers = {
-                "Authorization": f"token {self.credentials.token()}",
-                "Accept": "application/vnd.github+json",
-                "User-Agent": USER_AGENT,
-            }
-            if kept_body is not None:
-                if meta.etag:
-                    headers["If-None-Match"] = meta.etag
-                if meta.last_modified:
-                    headers["If-Modified-Since"] = meta.last_modified
-            try:
-                response = self._http.request(method, url, headers=headers, json=json_body)
-                body = response.content
-            except httpx.HTTPError as exc:
-                reason = _transport_reason(exc)
-                self.store.finish(permit, Outcome("failure"))
-                self.stats.failures += 1
-                meta = self.kept.fail(self.kept.meta(address), reason, self.clock.time())
-                raise ForgeUnavailable(address, meta.fail_until or self.clock.time(), reason) from None
-            self.stats.requests += 1
-            status = response.status_code
-            answer_headers = {k.lower(): v for k, v in response.headers.items()}
-            self.stats.calls.append((address, status))
-            now = self.clock.time()
-            verdict = rules.classify(status, answer_headers, body, method=method, path=path, now=now)
-            if verdict.kind in ("ok", "spent_ok") and status != 304 and body and not _parses(body):
-                # GitHub's API speaks JSON; an HTML "unicorn" page or a cut body is a failure
-                verdict = replace(verdict, kind="failure", reason=f"unparsable answer body ({status})")
-            counted, cost = self._cost(status, verdict, body, path)
-            self.store.record_rate(
-                permit.pool, verdict.resource, rules.parse_rate_headers(answer_headers), counted=counted, cost=cost
-            )
-            self._record_graphql_rate(permit.pool, body, path)
-            outcome_kind = {"ok": "ok", "spent_ok": "spent", "throttle": "throttle", "failure": "failure"}.get(
-                verdict.kind, "ok"
-            )
-            pause = self.store.finish(permit, Outcome(outcome_kind, verdict))
-            if permit.kind == "probe" and outcome_kind == "ok" and self.on_probed is not None:
-                try:
-                    self.on_probed(permit)
-                except Exception as exc:
-                    log.warning("could not tell the fleet the pause is over: %s", exc)
-            if pause is not None and self.on_pause is not None and not pause.observe_only:
-                try:
-                    self.on_pause(pause)
-                except Exception as exc:  # publishing to the fleet must never undo the host's own pause
-                    log.warning("could not publish the pause to the remote: %s", exc)
-            if verdict.kind == "throttle":
-                self.stats.throttles += 1
-                if self.enforce:
-                    until = pause.until if pause is not None else now + rules.FALLBACK_BASE
-                    if wait and (deadline is None or until <= deadline):
-                        continue  # _admit waits the pause out
-                    raise AllowanceSpent(permit.pool, verdict.resource, until, reason=verdict.reason)
-                # observe-only: the answer goes back to the caller as it came
-            if verdict.kind == "failure":
-                self.stats.failures += 1
-                meta = self.kept.fail(self.kept.meta(address), verdict.reason, now)
-                raise ForgeUnavailable(address, meta.fail_until or now, verdict.reason)
-            if status == 304:
-                if kept_body is None:
-                    # GitHub confirmed a body we no longer have: ask again, unconditionally
-                    meta = self.kept.forget_validators(self.kept.meta(address))
-                    continue
-                self.stats.not_modified += 1
-                self.kept.confirm(self.kept.meta(address), now)
-                return Answer(kept_body.status, dict(kept_body.headers), kept_body.body, url, from_kept=True)
-            if counted:
-                if verdict.resource == "graphql":
-                    self.stats.points += cost
-                else:
-                    self.stats.counted += cost
-            if method == "GET" and status == 200 and ("etag" in answer_headers or "last-modified" in answer_headers):
-                self.kept.store_full(self.kept.meta(address), status, answer_headers, body, now)
-            elif method == "GET":
-                self.kept.confirm(self.kept.meta(address), now)
-            return Answer(status, answer_headers, body, url, counted=counted)
-
-    def _cost(self, status: int, verdict: rules.Verdict, body: bytes, path: str) -> tuple[bool, int]:
-        """Whether GitHub counted the call, and what it cost (points for GraphQL)."""
-        if status == 304 or verdict.kind == "throttle" or status >= 500 or path.endswith("/rate_limit"):
-            return False, 0  # GitHub counts neither a 304 nor GET /rate_limit
-        if verdict.resource == "graphql":
-            try:
-                cost = jsonlib.loads(body)["data"]["rateLimit"]["cost"]
-                return True, int(cost)
-            except (ValueError, KeyError, TypeError):
-                return True, 1
-        return True, 1
-
-    def _record_graphql_rate(self, pool: str, body: bytes, path: str) -> None:
-        """GraphQL's own ``rateLimit`` field is the truest word on the graphql budget."""
-        if not path.endswith("/graphql"):
-            return
-        try:
-            rate = jsonlib.loads(body)["data"]["rateLimit"]
-            reset_at = rate.get("resetAt")
-            reset = datetime.fromisoformat(str(reset_at).replace("Z", "+00:00")).timestamp() if reset_at else None
-            headers = rules.RateHeaders(
-                limit=_int(rate.get("limit")),
-                remaining=_int(rate.get("remaining")),
-                used=_int(rate.get("used")),
-                reset=reset,
-                resource="graphql",
-            )
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return
-        self.store.record_rate(pool, "graphql", headers, counted=False, cost=0)
-
-
-def _parses(body: bytes) -> bool:
-    try:
-        jsonlib.loads(body)
-        return True
-    except ValueError:
-        return False
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _transport_reason(exc: httpx.HTTPError) -> str:
-    if isinstance(exc, httpx.TimeoutException):
-        return "timed out"
-    if isinstance(exc, httpx.ConnectError):
-        return "connection refused"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return "connection dropped"
-    return type(exc).__name__
+        call = Call(address_of(method, url), wait=wait, deadline=deadline)
+        headers = {"Accept": "application/vnd.github+json", "User-Agent": USER_AGENT}
+        response = self._http.request(method, url, headers=headers, json=json_body, extensions={CALL: call})
+        marks = response.extensions
+        counted, verdict = bool(marks.get(COUNTED)), marks.get(VERDICT)
+        if counted and isinstance(verdict, rules.Verdict):
+            if verdict.resource == "graphql":
+                self.stats.points += int(marks.get(COST) or 0)
+            else:
+                self.stats.counted += int(marks.get(COST) or 0)
+        return Answer(
+            response.status_code,
+            {k.lower(): v for k, v in response.headers.items()},
+            response.content,
+            url,
+            from_kept=bool(marks.get(FROM_CACHE)),
+            shared=bool(marks.get(SHARED)),
+            counted=counted,
+        )

@@ -37,7 +37,7 @@ import filelock
 
 from .. import paths
 from ..clock import Clock
-from ..errors import SluiceError
+from ..errors import HostStoreError as HostStoreError
 from . import gate, rules
 
 log = logging.getLogger("git_sluice")
@@ -84,10 +84,6 @@ CREATE TABLE IF NOT EXISTS counters (
     PRIMARY KEY (pool, resource, name)
 );
 """
-
-
-class HostStoreError(SluiceError):
-    """The host state file cannot be used (locked too long, unwritable); says which file and what to do."""
 
 
 @dataclass(frozen=True)

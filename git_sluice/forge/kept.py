@@ -23,12 +23,12 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import filelock
+
+from ..statefile import write_atomic
 
 log = logging.getLogger("git_sluice")
 
@@ -49,7 +49,8 @@ def failure_backoff(count: int) -> float:
     """60 s after the first failure, doubling while it keeps failing, at most 15 min."""
     if count <= 0:
         return 0.0
-    return min(FAILURE_BASE * (2 ** (count - 1)), FAILURE_CAP)
+    steps = min(count - 1, 16)  # 2**16 * 60 s is far past the cap
+    return min(FAILURE_BASE * float(2**steps), FAILURE_CAP)
 
 
 @dataclass
@@ -105,9 +106,8 @@ class KeptBody:
 class KeptAnswers:
     """Kept answers for one directory (a clone's ``.git/sluice/kept``)."""
 
-    def __init__(self, directory: Path, *, lock_timeout: float = 120.0) -> None:
+    def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
-        self.lock_timeout = lock_timeout
 
     # -- paths -------------------------------------------------------------
     def _key(self, address: str) -> str:
@@ -183,7 +183,7 @@ class KeptAnswers:
             "body": base64.b64encode(body).decode("ascii"),
         }
         self._ensure_dir()
-        _atomic_write(body_path, json.dumps(kept).encode())
+        write_atomic(body_path, json.dumps(kept).encode())
         return self.confirm(meta, now)
 
     def confirm(self, meta: Meta, now: float) -> Meta:
@@ -216,7 +216,7 @@ class KeptAnswers:
     def _write_meta(self, meta: Meta) -> None:
         meta_path, _, _ = self._paths(meta.address)
         self._ensure_dir()
-        _atomic_write(meta_path, json.dumps(meta.to_json()).encode())
+        write_atomic(meta_path, json.dumps(meta.to_json()).encode())
 
     def _discard(self, *paths: Path) -> None:
         for path in paths:
@@ -224,24 +224,11 @@ class KeptAnswers:
                 path.unlink()
 
     # -- single flight -----------------------------------------------------
-    @contextlib.contextmanager
-    def flight(self, address: str) -> Iterator[None]:
-        """Hold the per-address lock: one caller on the host asks this address at a time."""
+    def flight_lock(self, address: str) -> filelock.BaseFileLock:
+        """The per-address lock: one caller on the clone asks this address at a time.
+
+        Whoever takes it says how long to wait for it (flight.py bounds the wait).
+        """
         _, _, lock_path = self._paths(address)
         self._ensure_dir()
-        lock = filelock.FileLock(str(lock_path), timeout=self.lock_timeout)
-        with lock:
-            yield
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(data)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+        return filelock.FileLock(str(lock_path))

@@ -356,7 +356,7 @@ def credible_retry_after(until: float | None, now: float) -> bool:
 def fallback_delay(streak: int) -> float:
     """60 s, doubling with each throttle in a row, at most 15 min."""
     steps = min(max(int(streak), 0), 16)  # 2**16 * 60 is far past the cap
-    return min(FALLBACK_BASE * (2**steps), FALLBACK_CAP)
+    return min(FALLBACK_BASE * float(2**steps), FALLBACK_CAP)
 
 
 def jitter(pool_id: str, epoch: int) -> float:

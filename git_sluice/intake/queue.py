@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote, unquote
 
-from ..errors import SluiceError
+from ..errors import QueueLockBusy as QueueLockBusy
 
 if TYPE_CHECKING:
     from .graphql import Reading
@@ -45,10 +45,6 @@ _WAITING_CHECKS = frozenset({"PENDING", "EXPECTED"})
 _KNOWN_CHECKS = frozenset({"SUCCESS"}) | _BLOCKING_CHECKS | _WAITING_CHECKS
 _KNOWN_REVIEWS = frozenset({"APPROVED", "CHANGES_REQUESTED", "REVIEW_REQUIRED"})
 _LOCK_TIMEOUT = 30.0
-
-
-class QueueLockBusy(SluiceError):
-    """Another process kept the queue lock far longer than a save takes."""
 
 
 # ---------------------------------------------------------------------- time

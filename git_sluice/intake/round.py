@@ -31,7 +31,6 @@ import filelock
 from ..clock import Clock
 from ..errors import AllowanceSpent
 from ..forge.client import Forge
-from ..forge.kept import address_of
 from ..remote.lease import LeaseView
 from . import graphql as gq
 from .discovery import DiscoveryLog, due
@@ -290,10 +289,7 @@ class Intake:
         return f"repos/{self.owner}/{self.name}/commits/{sha}/{suffix}"
 
     def _has_baseline(self, sha: str) -> bool:
-        return all(
-            self.forge.kept.meta(address_of("GET", self.forge.url_for(self._checks_address(sha, suffix)))).etag
-            for suffix in ("check-runs", "status")
-        )
+        return all(self.forge.has_validator(self._checks_address(sha, suffix)) for suffix in ("check-runs", "status"))
 
     def checks_moved(self, sha: str, *, wait: bool, deadline: float | None) -> bool:
         """Conditional GETs of a head's check runs and combined status: free while nothing changed."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pygit2
 
 from ..clock import Clock, default_clock
-from ..errors import SluiceError
+from ..errors import RemoteRefused as RemoteRefused, RemoteUnreachable as RemoteUnreachable
 from ..repo import GitFailed, Repo
 
 INTERNAL_ENV = "GIT_SLUICE_INTERNAL"
@@ -54,38 +54,6 @@ _LOCAL_CONTENTION = (
 )
 _CREDENTIALS_IN_URL = re.compile(r"(?i)([a-z][a-z0-9+.-]*://)[^/@\s]+@")
 _TOKEN_LIKE = re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{10,}|github_pat_[A-Za-z0-9_]{10,}|v1\.[0-9a-f]{40})\b")
-
-
-class RemoteUnreachable(SluiceError):
-    """The remote could not be talked to (network, authentication, no such remote).
-
-    Nothing is known about the refs: no write may be assumed won or lost.
-    """
-
-    def __init__(self, remote: str, operation: str, detail: str) -> None:
-        self.remote = remote
-        self.operation = operation
-        self.detail = detail
-        super().__init__(
-            f"cannot {operation} remote '{remote}': {detail or 'git gave no reason'} "
-            f"(check `git ls-remote {remote}` works from this host)"
-        )
-
-
-class RemoteRefused(SluiceError):
-    """The remote refused a coordination ref by its own rule (a hook, a protection).
-
-    This is not a race: retrying cannot help, a person must allow ``refs/sluice/*``.
-    """
-
-    def __init__(self, remote: str, ref: str, reason: str) -> None:
-        self.remote = remote
-        self.ref = ref
-        self.reason = reason
-        super().__init__(
-            f"remote '{remote}' refused {ref}: {reason}; git-sluice needs to create, update and "
-            "delete refs under refs/sluice/ (allow them in the server's hooks or protections)"
-        )
 
 
 def scrub(text: str) -> str:

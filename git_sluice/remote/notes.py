@@ -23,7 +23,7 @@ from typing import Protocol
 
 from .. import __version__
 from ..clock import Clock
-from ..errors import SluiceError
+from ..errors import PublishFailed as PublishFailed
 from ..repo import Repo
 from .git import CasUpdate, RemoteGit, RemoteRefused
 from .lease import check_name, format_seconds, parse_trailers
@@ -43,17 +43,6 @@ def check_component(kind: str, value: str) -> str:
 
 def pause_ref(pool: str, resource: str) -> str:
     return f"{PAUSE_PREFIX}{check_component('pool id', pool)}/{check_component('resource', resource)}"
-
-
-class PublishFailed(SluiceError):
-    """The pause note kept losing races; the host's own pause still holds."""
-
-    def __init__(self, ref: str, attempts: int) -> None:
-        self.ref = ref
-        super().__init__(
-            f"could not publish {ref} after {attempts} attempts (other hosts kept moving it); "
-            "this host stays paused and other hosts will learn of the pause from their own calls"
-        )
 
 
 @dataclass(frozen=True)

@@ -465,3 +465,69 @@ def test_many_sessions_naming_the_pool_at_once_in_one_process(clone: Path, githu
     for t in threads:
         t.join()
     assert not errors and len(pools) == 1
+
+
+def test_has_validator_says_whether_a_get_would_be_conditional(session: Session, github: ServedDouble) -> None:
+    primed(session)
+    assert not session.forge.has_validator(PULLS)
+    session.forge.get(PULLS)
+    assert session.forge.has_validator(PULLS)
+    assert session.forge.has_validator(session.forge.url_for(PULLS))  # a full URL names the same answer
+
+
+def test_api_with_a_timeout_against_a_hang_returns_within_about_its_timeout(clone: Path, github: ServedDouble) -> None:
+    with open_session(clone, clock=github.clock, need_branches=False) as session:
+        primed(session)
+    github.gh.fault("hang", path="pulls", times=1, seconds=30)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "git_sluice", "api", "--wait", "--timeout", "1s", PULLS],
+                          cwd=clone, capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - started
+    assert done.returncode == 4 and "within the given timeout" in done.stderr, done.stderr
+    assert elapsed < 10  # httpx's per-read timeout alone took 30 s here
+    assert "Traceback" not in done.stderr
+    # the caller's short timeout is not GitHub's failure: the clone's other callers still ask
+    github.gh.clear_faults()
+    with open_session(clone, clock=github.clock, need_branches=False) as session:
+        assert session.forge.get(PULLS).status == 200
+
+
+def test_a_second_process_waiting_on_a_hung_call_ends_with_a_clear_error_at_its_timeout(
+    clone: Path, github: ServedDouble
+) -> None:
+    gh = github.gh
+    with open_session(clone, clock=github.clock, need_branches=False) as session:
+        primed(session)
+    gh.fault("hang", path="pulls", times=1, seconds=30)
+    first = _cli(clone, "api", PULLS)  # holds the address's flight while GitHub hangs
+    try:
+        deadline = time.monotonic() + 20
+        while gh.requests(path="pulls") == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        started = time.monotonic()
+        second = subprocess.run([sys.executable, "-m", "git_sluice", "api", "--timeout", "1s", PULLS],
+                                cwd=clone, capture_output=True, text=True, timeout=60)
+        elapsed = time.monotonic() - started
+    finally:
+        first.kill()
+        first.communicate()
+        gh.clear_faults()
+    assert second.returncode == 4, second.stderr  # it was a filelock.Timeout traceback after 120 s
+    assert "another caller on this clone" in second.stderr and "Traceback" not in second.stderr
+    assert elapsed < 10
+    assert gh.requests(path="pulls") == 1  # the second sent nothing
+
+
+def test_a_session_told_to_stop_sends_nothing_more(clone: Path, github: ServedDouble) -> None:
+    from git_sluice.errors import Interrupted
+
+    with open_session(clone, clock=github.clock, need_branches=False) as session:
+        primed(session)
+    cancel = threading.Event()
+    cancel.set()  # as a SIGTERM handler would
+    mark = github.gh.mark()
+    with open_session(clone, clock=github.clock, need_branches=False, cancel=cancel) as session:
+        with pytest.raises(Interrupted) as caught:
+            session.forge.get(PULLS, wait=True)
+    assert caught.value.exit_code == 130
+    assert github.gh.requests(since=mark) == 0

@@ -155,6 +155,8 @@ def test_repository_from_url_none(url: str) -> None:
         ("http://10.0.0.1", False),
         ("http://example.com", False),
         ("http://127.0.0.1.example.com", False),
+        ("http://evil.localhost", False),
+        ("http://localhost.evil", False),
         ("not a url", False),
     ],
 )

@@ -1,0 +1,64 @@
+"""Where the token may go: exactly the configured endpoints' scheme, host and port.
+
+Pure. A string prefix is not an origin: with ``sluice.graphql =
+https://ghe.corp``, ``https://ghe.corp.evil/…`` starts with it and would
+have carried the token to another host. So a URL is taken apart and its
+scheme, host and port compared with the configured ones exactly, and its
+path must lie under the configured path at a ``/`` boundary. Plain
+``http://`` is accepted only on loopback *literals* — ``127.0.0.0/8``,
+``::1`` and the name ``localhost`` itself — never a name that merely ends in
+``.localhost`` (it is resolved like any other, maybe by someone else's DNS).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
+@dataclass(frozen=True)
+class Origin:
+    scheme: str
+    host: str
+    port: int
+
+
+def is_loopback_host(host: str) -> bool:
+    """127.0.0.0/8, ::1 or exactly ``localhost``: a host no DNS answer can move elsewhere."""
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def split(url: str) -> tuple[Origin, str] | None:
+    """(origin, path) of an http(s) URL without credentials in it, else None."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if scheme not in DEFAULT_PORTS or not host or "@" in parts.netloc:
+        return None
+    if scheme == "http" and not is_loopback_host(host):
+        return None  # a token never travels in clear text beyond this machine
+    return Origin(scheme, host, port if port is not None else DEFAULT_PORTS[scheme]), parts.path
+
+
+def under(url: str, base: str, *, exact: bool = False) -> bool:
+    """Is ``url`` at ``base``'s origin and under its path (or at it exactly, with ``exact``)?"""
+    got, want = split(url), split(base)
+    if got is None or want is None or got[0] != want[0]:
+        return False
+    path, root = got[1] or "/", want[1].rstrip("/")
+    if exact:
+        return path.rstrip("/") == root
+    return root == "" or path == root or path.startswith(root + "/")

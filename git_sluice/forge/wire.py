@@ -1,0 +1,90 @@
+"""The last two steps before the wire: the token goes on, and the call gets its whole deadline.
+
+``Authorize`` attaches the token only to a URL at a configured endpoint's
+exact origin (scheme, host, port), checked again here so that no caller and
+no redirect-following change above can send it elsewhere; it asks the
+credentials at each attempt, so an App token renewed during a long pause is
+the one that goes out.
+
+``Deadline`` bounds the whole call, not each read: httpx's timeout is per
+read, so an answer trickling one byte every few seconds would never end.
+Each read may wait at most what is left of the call, and the body is read
+against the same deadline on the injected clock. A call past its own 30 s
+fails as timed out (failure memory takes it from there); a call cut short by
+its caller's nearer deadline is ``CallTimedOut`` (exit 4) and leaves the
+address's record alone — one impatient caller must not make GitHub look down
+to every other process of the clone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import httpx
+
+from ..clock import Clock
+from ..errors import CallTimedOut, ForeignURL
+from . import origins
+from .road import Waits, call_of
+
+
+class Authorize(httpx.BaseTransport):
+    def __init__(self, inner: httpx.BaseTransport, token: Callable[[], str], endpoints: tuple[str, ...]) -> None:
+        self.inner = inner
+        self.token = token
+        self.endpoints = endpoints
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = str(request.url)
+        if not any(origins.under(url, endpoint) for endpoint in self.endpoints):
+            raise ForeignURL(url, " or ".join(self.endpoints))
+        request.headers["Authorization"] = f"token {self.token()}"
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class Deadline(httpx.BaseTransport):
+    def __init__(self, inner: httpx.BaseTransport, clock: Clock, waits: Waits, *, timeout: float) -> None:
+        self.inner = inner
+        self.clock = clock
+        self.waits = waits
+        self.timeout = timeout
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        call = call_of(request)
+        left = self.timeout
+        callers = call.deadline is not None and call.deadline - self.clock.time() < left
+        if call.deadline is not None:
+            left = min(left, call.deadline - self.clock.time())
+        if left <= 0:
+            raise CallTimedOut(call.address, sent=False)
+        end = self.clock.monotonic() + left
+        request.extensions = {**request.extensions, "timeout": dict.fromkeys(("connect", "read", "write", "pool"), left)}
+        try:
+            response = self.inner.handle_request(request)
+            stream = response.stream
+            assert isinstance(stream, httpx.SyncByteStream)
+            try:
+                body = b"".join(self._chunks(stream, request, end))
+            finally:
+                stream.close()
+        except httpx.TimeoutException:
+            if callers:  # the caller's own deadline, not GitHub, ran out: nothing to remember against the address
+                raise CallTimedOut(call.address, sent=True) from None
+            raise
+        response.stream = httpx.ByteStream(body)
+        return response
+
+    def _chunks(self, stream: httpx.SyncByteStream, request: httpx.Request, end: float) -> Iterator[bytes]:
+        if self.clock.monotonic() > end:
+            raise httpx.ReadTimeout("no answer within the call's deadline", request=request)
+        for chunk in stream:
+            self.waits.check()
+            if self.clock.monotonic() > end:
+                raise httpx.ReadTimeout("the answer did not end within the call's deadline", request=request)
+            yield chunk
+
+    def close(self) -> None:
+        self.inner.close()
