@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Protocol
 
+from .statefile import file_lock, held, write_atomic
+
 TEST_CLOCK_ENV = "GIT_SLUICE_TEST_CLOCK"
 
 
@@ -124,21 +126,13 @@ class FileClock:
         self._write(when)
 
     def _advance_to(self, target: float) -> None:
-        import fcntl
-
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        with open(lock_path, "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                if self.time() < target:
-                    self._write(target)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        # read-compare-write under the lock: two sleepers never move the shared time back
+        with held(file_lock(self.path.with_name(self.path.name + ".lock")), busy="the test clock's lock"):
+            if self.time() < target:
+                write_atomic(self.path, repr(float(target)))
 
     def _write(self, when: float) -> None:
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(repr(float(when)))
-        os.replace(tmp, self.path)
+        write_atomic(self.path, repr(float(when)))
 
 
 def default_clock() -> Clock:

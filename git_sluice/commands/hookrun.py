@@ -37,6 +37,7 @@ from typing import Any
 
 from ..clock import Clock, default_clock
 from ..remote.git import INTERNAL_ENV, scrub
+from ..statefile import file_lock, try_acquire, write_atomic
 
 log = logging.getLogger("git_sluice")
 
@@ -228,16 +229,6 @@ def write_log(sluice_dir: Path, clock: Clock, message: str) -> None:
         os.close(fd)
 
 
-def _write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-
-
 def record_failure(sluice_dir: Path, clock: Clock, *, reason: str, error: BaseException) -> dict[str, Any]:
     """Keep the last failure where ``git sluice status`` finds it, and log it."""
     now = clock.time()
@@ -250,7 +241,7 @@ def record_failure(sluice_dir: Path, clock: Clock, *, reason: str, error: BaseEx
         "exit_code": int(getattr(error, "exit_code", 1)),
     }
     try:
-        _write_atomic(sluice_dir / FAILURE_NAME, (json.dumps(record, indent=2) + "\n").encode())
+        write_atomic(sluice_dir / FAILURE_NAME, (json.dumps(record, indent=2) + "\n").encode())
     except OSError:
         pass
     return record
@@ -268,7 +259,7 @@ def _mark_recovered(sluice_dir: Path, clock: Clock) -> None:
     record["recovered"] = clock.time()
     record["recovered_at"] = _iso(clock.time())
     try:
-        _write_atomic(path, (json.dumps(record, indent=2) + "\n").encode())
+        write_atomic(path, (json.dumps(record, indent=2) + "\n").encode())
     except OSError:
         pass
 
@@ -343,7 +334,7 @@ def refresh_filter(repo: Any, sluice_dir: Path) -> tuple[str, list[str]]:
     except OSError:
         current, mtime = None, 0
     if current != data or any(mtime <= m for m in _config_mtimes(repo)):
-        _write_atomic(path, data, 0o644)
+        write_atomic(path, data)
     return remote, refs
 
 
@@ -458,7 +449,7 @@ def collect(sluice_dir: Path, inbox: Path | None) -> str:
 def ask(sluice_dir: Path, reasons: Sequence[str]) -> None:
     """Leave an ask; whoever holds the round lock (maybe us) will take it."""
     name = f"{ASK_PREFIX}{os.getpid()}.{uuid.uuid4().hex}"
-    _write_atomic(sluice_dir / name, ("\n".join(reasons) + "\n").encode())
+    write_atomic(sluice_dir / name, ("\n".join(reasons) + "\n").encode())
 
 
 def _pending(sluice_dir: Path) -> bool:
@@ -538,14 +529,10 @@ def drain(repo: Any, sluice_dir: Path, clock: Clock, step: Step) -> int:
     its ask behind; the holder looks for asks again after letting go, so an
     ask made at any moment is taken by some round that starts after it.
     """
-    from filelock import FileLock, Timeout
-
     rounds = 0
-    lock = FileLock(str(sluice_dir / LOCK_NAME))
+    lock = file_lock(sluice_dir / LOCK_NAME)
     while True:
-        try:
-            lock.acquire(blocking=False)
-        except Timeout:
+        if not try_acquire(lock):
             return rounds
         try:
             while True:

@@ -38,6 +38,7 @@ from typing import Any
 
 from ..errors import SluiceError
 from ..remote.git import SLUICE_REFSPEC
+from ..statefile import write_atomic
 
 HOOK_NAMES: tuple[str, ...] = ("pre-push", "reference-transaction")
 MARKER = b"# git-sluice hook:"
@@ -201,10 +202,7 @@ def _empty_manifest() -> dict[str, Any]:
 
 
 def _save_manifest(sluice_dir: Path, manifest: Mapping[str, Any]) -> None:
-    path = _manifest_path(sluice_dir)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(_manifest_path(sluice_dir), json.dumps(manifest, indent=2) + "\n")
 
 
 # ----------------------------------------------------------------- where things are
@@ -251,12 +249,7 @@ def _umask() -> int:
 
 
 def _write_script(path: Path, data: bytes) -> None:
-    mode = (0o755 & ~_umask()) | 0o700
-    tmp = path.with_name(f".{path.name}.sluice-{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    write_atomic(path, data, mode=(0o755 & ~_umask()) | 0o700)
 
 
 def _ensure_dir(path: Path, manifest: dict[str, Any]) -> None:

@@ -21,8 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -30,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote, unquote
 
-from ..errors import SluiceError
+from ..statefile import StateFileBusy, file_lock, held, load_json, write_atomic
 
 if TYPE_CHECKING:
     from .graphql import Reading
@@ -44,11 +42,8 @@ _BLOCKING_CHECKS = frozenset({"FAILURE", "ERROR"})
 _WAITING_CHECKS = frozenset({"PENDING", "EXPECTED"})
 _KNOWN_CHECKS = frozenset({"SUCCESS"}) | _BLOCKING_CHECKS | _WAITING_CHECKS
 _KNOWN_REVIEWS = frozenset({"APPROVED", "CHANGES_REQUESTED", "REVIEW_REQUIRED"})
-_LOCK_TIMEOUT = 30.0
-
-
-class QueueLockBusy(SluiceError):
-    """Another process kept the queue lock far longer than a save takes."""
+QueueLockBusy = StateFileBusy
+"""Another process kept the queue lock far longer than a save takes."""
 
 
 # ---------------------------------------------------------------------- time
@@ -322,39 +317,23 @@ class QueueStore:
 
     def load(self, branch: str) -> QueueDoc:
         """The branch's queue; empty when absent, and when corrupt (logged, re-read from GitHub)."""
-        path = self.path_for(branch)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return QueueDoc(repository=None, branch=branch)
-        except OSError as exc:
-            log.warning("queue %s unreadable (%s): starting empty", path, exc)
-            return QueueDoc(repository=None, branch=branch)
-        try:
-            doc = from_document(json.loads(text))
+
+        def parse(data: Any) -> QueueDoc:
+            doc = from_document(data)
             if doc.branch != branch:
                 raise ValueError(f"holds branch {doc.branch!r}")
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            log.warning("queue %s is corrupt (%s): discarded, it will be re-read from GitHub", path, exc)
-            return QueueDoc(repository=None, branch=branch)
-        return doc
+            return doc
+
+        return load_json(self.path_for(branch), parse, lambda: QueueDoc(repository=None, branch=branch), what="queue")
 
     def save(self, doc: QueueDoc) -> None:
         """Write the branch's queue atomically, then the ``heads`` file, under the queue lock."""
         self.queue_dir.mkdir(parents=True, exist_ok=True)
-        import filelock  # only writers need it: `git sluice queue` (polled by dashboards) only reads
-
         stored = to_document(doc)
         stored["withdrawn_by"] = doc.withdrawn_by
-        try:
-            with filelock.FileLock(str(self._lock_path), timeout=_LOCK_TIMEOUT):
-                _atomic_write(self.path_for(doc.branch), json.dumps(stored, indent=1, sort_keys=False) + "\n")
-                self._write_heads(doc)
-        except filelock.Timeout:
-            raise QueueLockBusy(
-                f"the queue lock {self._lock_path} stayed busy for {_LOCK_TIMEOUT:.0f} s; "
-                "is a git-sluice process stuck? (the lock is released when it exits)"
-            ) from None
+        with held(file_lock(self._lock_path), busy="the queue lock"):
+            write_atomic(self.path_for(doc.branch), json.dumps(stored, indent=1, sort_keys=False) + "\n")
+            self._write_heads(doc)
 
     def branches(self) -> list[str]:
         """Every branch with a stored queue, sorted."""
@@ -381,14 +360,4 @@ class QueueStore:
             for number in sorted(doc.entries):
                 entry = doc.entries[number]
                 lines.append(f"{branch} {number} {entry.head_ref} {entry.head_sha}")
-        _atomic_write(self.heads_path, "".join(line + "\n" for line in lines))
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        write_atomic(self.heads_path, "".join(line + "\n" for line in lines))
