@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import gitcli
 from ..clock import Clock, default_clock
 from ..config import DEFAULT_API, KNOWN_KEYS, Settings, load_settings
 from ..durations import format_duration
@@ -632,7 +633,7 @@ def _int(value: Any) -> int | None:
 
 def git_version_text() -> str | None:
     try:
-        proc = subprocess.run(["git", "version"], capture_output=True, text=True, timeout=30, check=False)
+        proc = gitcli.run(["version"], timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return proc.stdout.strip() if proc.returncode == 0 else None

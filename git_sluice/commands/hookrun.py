@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import Clock, default_clock
-from ..remote.git import INTERNAL_ENV, scrub
+from ..gitcli import INTERNAL_ENV, scrub, scrub_environ
 from ..statefile import file_lock, try_acquire, write_atomic
 
 log = logging.getLogger("git_sluice")
@@ -54,9 +54,6 @@ WARNED_NAME = "hook-warned"
 """The pid of the git command last warned that git-sluice is not on PATH (one warning per command)."""
 WAIT_LIMIT = 3600.0
 """How long a runner waits for its git command (a slow push) before it goes on anyway."""
-
-# set by git for its hooks, relative to the hook's cwd: they must not reach the round's git
-_REPO_SELECTING_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_PREFIX")
 
 Step = Callable[..., Any]
 
@@ -614,8 +611,7 @@ def main(wait_pid: int | None, inbox: str | None) -> int:
     # our own git commands (the round's fetch and push) must not ask again,
     # and the hook's relative GIT_DIR / GIT_WORK_TREE must not leak into them
     os.environ[INTERNAL_ENV] = "1"
-    for name in _REPO_SELECTING_ENV:
-        os.environ.pop(name, None)
+    scrub_environ()
     run_hook_round(repo, wait_pid=wait_pid, inbox=Path(inbox) if inbox else None)
     return 0
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote, unquote
 
-from ..statefile import StateFileBusy, file_lock, held, load_json, write_atomic
+from ..statefile import file_lock, held, load_json, write_atomic
 
 if TYPE_CHECKING:
     from .graphql import Reading
@@ -42,8 +42,6 @@ _BLOCKING_CHECKS = frozenset({"FAILURE", "ERROR"})
 _WAITING_CHECKS = frozenset({"PENDING", "EXPECTED"})
 _KNOWN_CHECKS = frozenset({"SUCCESS"}) | _BLOCKING_CHECKS | _WAITING_CHECKS
 _KNOWN_REVIEWS = frozenset({"APPROVED", "CHANGES_REQUESTED", "REVIEW_REQUIRED"})
-QueueLockBusy = StateFileBusy
-"""Another process kept the queue lock far longer than a save takes."""
 
 
 # ---------------------------------------------------------------------- time
