@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol
 
@@ -133,6 +134,19 @@ class FileClock:
 
     def _write(self, when: float) -> None:
         write_atomic(self.path, repr(float(when)))
+
+
+def rfc3339(epoch: float) -> str:
+    """``2026-11-29T18:00:00Z``: UTC, whole seconds (truncated), as GitHub and the public JSON write it."""
+    return datetime.fromtimestamp(int(epoch), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> float:
+    """Epoch seconds of an RFC 3339 time (``Z`` or an offset); no zone is a ValueError."""
+    value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    if value.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone")
+    return value.timestamp()
 
 
 def default_clock() -> Clock:

@@ -31,11 +31,10 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..clock import Clock, default_clock
+from ..clock import Clock, default_clock, rfc3339
 from ..gitcli import INTERNAL_ENV, scrub, scrub_environ
 from ..statefile import file_lock, try_acquire, write_atomic
 
@@ -178,10 +177,6 @@ def parse_heads(text: str) -> set[str]:
 # ------------------------------------------------------------------ small I/O parts
 
 
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _redact(text: str) -> str:
     """No token reaches the log or the failure record, whatever an exception said."""
     for name in ("GH_TOKEN", "GITHUB_TOKEN"):
@@ -213,7 +208,7 @@ def write_log(sluice_dir: Path, clock: Clock, message: str) -> None:
     skipped: the round matters more than its record.
     """
     text = " ".join(_redact(message).split())
-    line = f"{_iso(clock.time())} [{os.getpid()}] {text}\n"
+    line = f"{rfc3339(clock.time())} [{os.getpid()}] {text}\n"
     try:
         fd = os.open(sluice_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     except OSError:
@@ -232,7 +227,7 @@ def record_failure(sluice_dir: Path, clock: Clock, *, reason: str, error: BaseEx
     text = _redact(f"{type(error).__name__}: {error}")
     record = {
         "time": now,
-        "at": _iso(now),
+        "at": rfc3339(now),
         "reason": _redact(reason),
         "error": text,
         "exit_code": int(getattr(error, "exit_code", 1)),
@@ -254,7 +249,7 @@ def _mark_recovered(sluice_dir: Path, clock: Clock) -> None:
     if not isinstance(record, dict) or "recovered_at" in record:
         return
     record["recovered"] = clock.time()
-    record["recovered_at"] = _iso(clock.time())
+    record["recovered_at"] = rfc3339(clock.time())
     try:
         write_atomic(path, (json.dumps(record, indent=2) + "\n").encode())
     except OSError:

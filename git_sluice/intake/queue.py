@@ -23,15 +23,13 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 from urllib.parse import quote, unquote
 
+from ..clock import parse_rfc3339, rfc3339
+from .request import Request, request_fields
 from ..statefile import file_lock, held, load_json, write_atomic
-
-if TYPE_CHECKING:
-    from .graphql import Reading
 
 log = logging.getLogger("git_sluice")
 
@@ -42,22 +40,6 @@ _BLOCKING_CHECKS = frozenset({"FAILURE", "ERROR"})
 _WAITING_CHECKS = frozenset({"PENDING", "EXPECTED"})
 _KNOWN_CHECKS = frozenset({"SUCCESS"}) | _BLOCKING_CHECKS | _WAITING_CHECKS
 _KNOWN_REVIEWS = frozenset({"APPROVED", "CHANGES_REQUESTED", "REVIEW_REQUIRED"})
-
-
-# ---------------------------------------------------------------------- time
-
-
-def rfc3339(epoch: float) -> str:
-    """``2026-11-29T18:00:00Z``: UTC, whole seconds, as the public JSON promises."""
-    return datetime.fromtimestamp(int(epoch), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> float:
-    """Epoch seconds of an RFC 3339 time (``Z`` or an offset)."""
-    value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    if value.tzinfo is None:
-        raise ValueError(f"{text!r} has no time zone")
-    return value.timestamp()
 
 
 # --------------------------------------------------------------------- state
@@ -106,26 +88,18 @@ def derive_state(
 # --------------------------------------------------------------------- entry
 
 
-@dataclass
-class Entry:
-    """One taken-in request as the queue keeps it (times are epoch seconds)."""
+@dataclass(frozen=True, kw_only=True)
+class Entry(Request):
+    """One taken-in request as the queue keeps it: the request, its verdict, when (epoch seconds)."""
 
-    number: int
-    title: str
-    author: str | None
-    head_ref: str
-    head_sha: str
-    base: str
-    draft: bool
-    updated_at: str
-    review_decision: str | None
-    checks_state: str | None
-    failing: list[str]
-    mergeable: str | None
-    labels: list[str]
-    state: str
+    state: str  # draft | waiting | blocked | ready (derive_state)
     taken_in_at: float
     read_at: float
+
+    @classmethod
+    def of(cls, request: Request, *, state: str, taken_in_at: float, read_at: float) -> Entry:
+        """The queue's entry for what the list or a reading said of ``request``."""
+        return cls(**request_fields(request), state=state, taken_in_at=taken_in_at, read_at=read_at)
 
     def to_json(self) -> dict[str, Any]:
         """The entry in the documented shape (``docs/queue-json.md``)."""
@@ -172,9 +146,9 @@ class Entry:
             updated_at=str(data["updated_at"]),
             review_decision=_opt_str(data["review_decision"]),
             checks_state=_opt_str(checks["state"]),
-            failing=[str(n) for n in checks["failing"]],
+            failing=tuple(str(n) for n in checks["failing"]),
             mergeable=_opt_str(data["mergeable"]),
-            labels=[str(n) for n in data["labels"]],
+            labels=tuple(str(n) for n in data["labels"]),
             state=state,
             taken_in_at=parse_rfc3339(data["taken_in_at"]),
             read_at=parse_rfc3339(data["read_at"]),
@@ -185,12 +159,7 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-class _HasChecks(Protocol):
-    draft: bool
-    checks_state: str | None
-
-
-def checks_expected(entries: Iterable[_HasChecks]) -> bool:
+def checks_expected(entries: Iterable[Request]) -> bool:
     """Whether this branch runs checks at all: any non-draft entry (or reading) has reported some.
 
     Pass the fresh readings along with the queue's entries, so the first
@@ -204,37 +173,17 @@ def checks_expected(entries: Iterable[_HasChecks]) -> bool:
 
 
 def entry_from_reading(
-    reading: Reading,
+    reading: Request,
     *,
     previous: Entry | None,
     now: float,
     checks_expected: bool = False,
 ) -> Entry:
     """The queue entry for a fresh GraphQL reading; keeps when it was first taken in."""
-    return Entry(
-        number=reading.number,
-        title=reading.title,
-        author=reading.author,
-        head_ref=reading.head_ref,
-        head_sha=reading.head_sha,
-        base=reading.base,
-        draft=reading.draft,
-        updated_at=reading.updated_at,
-        review_decision=reading.review_decision,
-        checks_state=reading.checks_state,
-        failing=list(reading.failing),
-        mergeable=reading.mergeable,
-        labels=list(reading.labels),
-        state=derive_state(
-            reading.draft,
-            reading.review_decision,
-            reading.checks_state,
-            reading.mergeable,
-            checks_expected=checks_expected,
-        ),
-        taken_in_at=previous.taken_in_at if previous is not None else now,
-        read_at=now,
+    state = derive_state(
+        reading.draft, reading.review_decision, reading.checks_state, reading.mergeable, checks_expected=checks_expected
     )
+    return Entry.of(reading, state=state, taken_in_at=previous.taken_in_at if previous is not None else now, read_at=now)
 
 
 # ------------------------------------------------------------------ document

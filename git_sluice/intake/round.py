@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from ..clock import Clock
+from ..clock import Clock, rfc3339
 from ..errors import AllowanceSpent
 from ..forge.client import Forge
 from ..forge.kept import address_of
@@ -41,10 +40,6 @@ LeaseReader = Callable[[str], LeaseView | None]
 
 ROUND_LOCK_TIMEOUT = 600.0
 """A round (not a document) is held for its whole run, GitHub's answers included, so it waits longer."""
-
-
-def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -227,8 +222,8 @@ class Intake:
             previous = doc.entries.get(number)
             reading = result.readings.get(number)
             if reading is not None:
-                if reading.state != "OPEN" or reading.base != branch:
-                    report.skipped.setdefault(number, f"{reading.state.lower()} or retargeted since the list")
+                if reading.github_state != "OPEN" or reading.base != branch:
+                    report.skipped.setdefault(number, f"{reading.github_state.lower()} or retargeted since the list")
                     continue
                 entry = entry_from_reading(reading, previous=previous, now=now, checks_expected=expected)
             elif number in plan.drafts:
