@@ -926,7 +926,7 @@ def _token_and_access(
 def _lease_part(repo: Any, remote: Any, settings: Settings, clock: Clock) -> list[Check]:
     from ..remote.leases import LeaseKeeper
 
-    keeper = LeaseKeeper(repo, remote, host=settings.host, role="step", lease=settings.lease, clock=clock)
+    keeper = LeaseKeeper.configured(repo, settings, role="step", clock=clock, remote=remote)
     return [lease_check(view) for view in keeper.read_all(list(settings.branches)).values()]
 
 
