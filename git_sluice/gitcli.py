@@ -121,3 +121,20 @@ def run(
     if check and proc.returncode != 0:
         raise GitFailed(tuple(args), proc.returncode, proc.stderr)
     return proc
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """``git version 2.39.5`` (or ``2.54.0.windows.1``, ``2.54.0-rc1``) -> (2, 39, 5); (0,) when unreadable."""
+    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if match is None:
+        return (0,)
+    return tuple(int(part) for part in match.groups() if part is not None)
+
+
+def version_text(timeout: float = 30.0) -> str | None:
+    """What ``git version`` says, or None when git is missing, hangs or fails."""
+    try:
+        proc = run(["version"], timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from git_sluice.gitcli import REPO_SELECTING_ENV, GitFailed, environment, run, scrub, scrub_environ
+from git_sluice.gitcli import (
+    REPO_SELECTING_ENV,
+    GitFailed,
+    environment,
+    parse_version,
+    run,
+    scrub,
+    scrub_environ,
+    version_text,
+)
 
 
 def test_a_named_repository_scrubs_every_selecting_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -65,3 +74,9 @@ def test_output_that_is_not_utf8_never_raises(tmp_path: Path) -> None:
 
 def test_scrub_removes_credentials_and_token_shaped_words() -> None:
     assert scrub("https://x:ghp_ABCDEFGHIJKLMNOPQRSTUV@github.com/o/r") == "https://***@github.com/o/r"
+
+
+def test_version_text_is_none_without_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert parse_version(version_text() or "") >= (2,)
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no git on PATH
+    assert version_text() is None

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SluiceError
+from ..gitcli import parse_version
 from ..remote.git import SLUICE_REFSPEC
 from ..statefile import write_atomic
 
@@ -121,14 +122,6 @@ def script(name: str) -> bytes:
         return importlib.resources.files("git_sluice.hookscripts").joinpath(name).read_bytes()
     except (ModuleNotFoundError, FileNotFoundError):
         return (Path(__file__).resolve().parents[2] / "hooks" / name).read_bytes()
-
-
-def parse_git_version(text: str) -> tuple[int, ...]:
-    """``git version 2.39.5`` (or ``2.54.0.windows.1``, ``2.54.0-rc1``) -> (2, 39, 5)."""
-    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
-    if match is None:
-        return (0,)
-    return tuple(int(part) for part in match.groups() if part is not None)
 
 
 def choose_mode(version: tuple[int, ...]) -> str:
@@ -236,7 +229,7 @@ def hooks_dir(repo: Any) -> tuple[Path, bool]:
 
 def installed_git_version(repo: Any) -> tuple[int, ...]:
     proc = repo.git("version", check=False)
-    return parse_git_version(proc.stdout)
+    return parse_version(proc.stdout)
 
 
 # ----------------------------------------------------------------- file hooks
