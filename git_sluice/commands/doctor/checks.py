@@ -381,23 +381,17 @@ def lease_check(view: Any) -> Check:
             f"if nothing should write there, delete it: git push <remote> :{view.ref}",
         )
     role = view.role or "unknown role"
-    if view.mine:
-        if view.live:
-            return Check(name, "ok", f"held by this host ({role}), written {age} ago")
-        return Check(
-            name,
-            "warn",
-            f"this host's {role} mark, not renewed for {age} (lease {lease}): lapsed",
-            "is `git sluice drive` running here? a stopped driver's mark is taken over after a whole lease",
-        )
+    if view.live and view.mine:
+        return Check(name, "ok", f"held by this host ({role}), written {age} ago")
     if view.live:
         return Check(name, "ok", f"held by {view.holder} ({role}), unchanged for {age} by this host's watch")
-    return Check(
-        name,
-        "warn",
-        f"{role} mark of {view.holder} unchanged for {age} (lease {lease}): lapsed",
-        f"the next driver or wait takes it over; check `git sluice drive` on {view.holder}",
-    )
+    if view.mine:
+        found = f"this host's {role} mark, not renewed for {age} (lease {lease}): lapsed"
+        advice = "is `git sluice drive` running here? a stopped driver's mark is taken over after a whole lease"
+    else:
+        found = f"{role} mark of {view.holder} unchanged for {age} (lease {lease}): lapsed"
+        advice = f"the next driver or wait takes it over; check `git sluice drive` on {view.holder}"
+    return Check(name, "warn", found, advice)
 
 
 def pause_checks(pauses: Sequence[Any], now: float, pool: str | None = None) -> list[Check]:

@@ -112,18 +112,15 @@ def scratch_trial(remote: Any, repo: Any, host: str, clock: Clock) -> ScratchTri
         f"git-sluice doctor: scratch ref of {host}\n\nHost: {host}\nNonce: {uuid.uuid4().hex}\n"
         f"Written: {int(clock.time())}\n"
     )
-    try:
-        (created,) = remote.push_cas([CasUpdate(ref, oid, current)])
-    except SluiceError as exc:
-        return ScratchTrial(ref, False, False, str(exc))
-    if not created.won:
-        return ScratchTrial(ref, False, False, created.reason or created.summary, refused=created.refused)
-    try:
-        (deleted,) = remote.push_cas([CasUpdate(ref, None, oid)])
-    except SluiceError as exc:
-        return ScratchTrial(ref, True, False, str(exc))
-    if not deleted.won:
-        return ScratchTrial(ref, True, False, deleted.reason or deleted.summary, refused=deleted.refused)
+    created = False
+    for update in (CasUpdate(ref, oid, current), CasUpdate(ref, None, oid)):  # create, then delete
+        try:
+            (outcome,) = remote.push_cas([update])
+        except SluiceError as exc:
+            return ScratchTrial(ref, created, False, str(exc))
+        if not outcome.won:
+            return ScratchTrial(ref, created, False, outcome.reason or outcome.summary, refused=outcome.refused)
+        created = True
     return ScratchTrial(ref, True, True)
 
 
