@@ -93,7 +93,7 @@ def environment(
 def run(
     args: Sequence[str],
     *,
-    cwd: Path | str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     git_dir: Path | None = None,
     workdir: Path | None = None,
     env: Mapping[str, str] | None = None,
