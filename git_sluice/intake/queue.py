@@ -90,7 +90,12 @@ def derive_state(
 
 @dataclass(frozen=True, kw_only=True)
 class Entry(Request):
-    """One taken-in request as the queue keeps it: the request, its verdict, when (epoch seconds)."""
+    """One taken-in request as the queue keeps it: the request, its verdict, when (epoch seconds).
+
+    The queue file keeps the documented fields only (docs/queue-json.md); what
+    a reading adds beyond them (``pending``, ``url``, ``reviews``) is for the
+    round that read it and is back at its defaults in an entry loaded from disk.
+    """
 
     state: str  # draft | waiting | blocked | ready (derive_state)
     taken_in_at: float
