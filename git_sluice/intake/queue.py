@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +27,8 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from ..clock import parse_rfc3339, rfc3339
-from .request import Request, request_fields
 from ..statefile import file_lock, held, load_json, write_atomic
-
-log = logging.getLogger("git_sluice")
+from .request import Request, request_fields
 
 SCHEMA_VERSION = 1
 STATES = ("draft", "waiting", "blocked", "ready")
