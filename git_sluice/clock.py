@@ -15,8 +15,11 @@ from __future__ import annotations
 import os
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol
+
+from .statefile import file_lock, held, write_atomic
 
 TEST_CLOCK_ENV = "GIT_SLUICE_TEST_CLOCK"
 
@@ -124,21 +127,26 @@ class FileClock:
         self._write(when)
 
     def _advance_to(self, target: float) -> None:
-        import fcntl
-
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        with open(lock_path, "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                if self.time() < target:
-                    self._write(target)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        # read-compare-write under the lock: two sleepers never move the shared time back
+        with held(file_lock(self.path.with_name(self.path.name + ".lock")), busy="the test clock's lock"):
+            if self.time() < target:
+                write_atomic(self.path, repr(float(target)))
 
     def _write(self, when: float) -> None:
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(repr(float(when)))
-        os.replace(tmp, self.path)
+        write_atomic(self.path, repr(float(when)))
+
+
+def rfc3339(epoch: float) -> str:
+    """``2026-11-29T18:00:00Z``: UTC, whole seconds (truncated), as GitHub and the public JSON write it."""
+    return datetime.fromtimestamp(int(epoch), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> float:
+    """Epoch seconds of an RFC 3339 time (``Z`` or an offset); no zone is a ValueError."""
+    value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    if value.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone")
+    return value.timestamp()
 
 
 def default_clock() -> Clock:

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 from .durations import ACCEPTED_FORM as DURATION_FORM
 from .durations import parse_duration
+from . import gitcli
 from .errors import ConfigError, NotARepository, SluiceError
 
 KNOWN_KEYS: tuple[str, ...] = (
@@ -209,16 +210,9 @@ def _check_endpoint(key: str, raw: str) -> str:
 # ----------------------------------------------------------------------- git I/O
 
 
-def _git(repo_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    env = dict(os.environ)
-    env.setdefault("GIT_TERMINAL_PROMPT", "0")
+def _git(repo_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(
-            ["git", "-C", str(repo_dir), *args],
-            capture_output=True,
-            env=env,
-            check=False,
-        )
+        return gitcli.run(args, cwd=repo_dir)
     except FileNotFoundError:
         raise SluiceError("git is not installed or not on PATH") from None
 
@@ -235,7 +229,7 @@ def _read_config(repo_dir: Path) -> tuple[dict[str, list[_Value]], dict[str, str
         r"^(sluice\..*|remote\..*\.url)$",
     )
     if proc.returncode not in (0, 1):
-        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        message = proc.stderr.strip().splitlines()
         raise ConfigError(
             "git config",
             "unreadable",
@@ -243,7 +237,7 @@ def _read_config(repo_dir: Path) -> tuple[dict[str, list[_Value]], dict[str, str
         )
     sluice: dict[str, list[_Value]] = {}
     remotes: dict[str, str] = {}
-    fields = proc.stdout.decode(errors="replace").split("\0")
+    fields = proc.stdout.split("\0")
     for i in range(0, len(fields) - 2, 3):
         scope, origin, entry = fields[i], fields[i + 1], fields[i + 2]
         if "\n" in entry:
@@ -264,10 +258,10 @@ def _remote_refs(repo_dir: Path) -> list[tuple[str, str]]:
     """Every remote-tracking ref with its symref target (one local git call)."""
     proc = _git(repo_dir, "for-each-ref", "--format=%(refname)%00%(symref)", "refs/remotes/")
     if proc.returncode != 0:
-        message = proc.stderr.decode(errors="replace").strip()
+        message = proc.stderr.strip()
         raise NotARepository(repo_dir, message)
     refs = []
-    for line in proc.stdout.decode(errors="replace").splitlines():
+    for line in proc.stdout.splitlines():
         refname, _, symref = line.partition("\0")
         refs.append((refname, symref))
     return refs
@@ -294,7 +288,7 @@ def _remote_url(repo_dir: Path, remote: str, raw: str) -> str:
     """The remote's URL after ``url.*.insteadOf`` rewriting (no network)."""
     proc = _git(repo_dir, "ls-remote", "--get-url", remote)
     if proc.returncode == 0:
-        url = proc.stdout.decode(errors="replace").strip()
+        url = proc.stdout.strip()
         if url:
             return url
     return raw

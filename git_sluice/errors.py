@@ -24,7 +24,6 @@ every message says what happened and what a person can do about it.
     │   └── PublishFailed              a pause note kept losing races
     ├── StateError                     this host's or clone's state files
     │   ├── HostStoreError             the host's SQLite store cannot be used
-    │   ├── QueueLockBusy              the queue lock is held far longer than a save takes
     │   └── StateFileBusy              a state file's lock is held far longer than a save takes
     ├── RepoError                      the local repository or git itself
     │   ├── ReftableUnsupported        reftable ref storage (libgit2 cannot read it)
@@ -243,10 +242,6 @@ class StateError(SluiceError):
 
 class HostStoreError(StateError):
     """The host state file cannot be used (locked too long, unwritable); says which file and what to do."""
-
-
-class QueueLockBusy(StateError):
-    """Another process kept the queue lock far longer than a save takes."""
 
 
 class StateFileBusy(StateError):

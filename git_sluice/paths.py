@@ -42,14 +42,11 @@ def clone_sluice_dir(path: "str | os.PathLike[str]" = ".") -> Path:
     For the commands a dashboard polls (``queue``): loading libgit2 costs more
     than the whole command otherwise does.
     """
-    import subprocess
-
     from .errors import NotARepository
+    from .gitcli import run
 
-    done = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-        capture_output=True, text=True, stdin=subprocess.DEVNULL,
-    )
+    # no directories named: the user's own GIT_DIR, if any, is what says which clone is here
+    done = run(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=path)
     if done.returncode != 0:
         raise NotARepository(path, done.stderr.strip())
     return Path(done.stdout.strip()) / "sluice"

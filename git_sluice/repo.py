@@ -18,20 +18,8 @@ from pathlib import Path
 
 import pygit2
 
+from . import gitcli
 from .errors import GitFailed as GitFailed, NotARepository, ReftableUnsupported as ReftableUnsupported
-
-# Variables that select a repository; they must not leak into the git we run,
-# because a hook runs with a *relative* GIT_DIR that means nothing elsewhere.
-_REPO_SELECTING_ENV = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_COMMON_DIR",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-)
 
 
 def _read_gitfile(path: Path) -> Path | None:
@@ -154,36 +142,25 @@ class Repo:
 
     # --- git CLI --------------------------------------------------------------
 
-    def git_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The environment our git runs with: this repository, named absolutely."""
-        merged = {k: v for k, v in os.environ.items() if k not in _REPO_SELECTING_ENV}
-        merged["GIT_DIR"] = str(self.git_dir)
-        if self.workdir is not None:
-            merged["GIT_WORK_TREE"] = str(self.workdir)
-        if env:
-            merged.update(env)
-        return merged
-
     def git(
         self,
         *args: str,
         check: bool = True,
         input: str | None = None,
         env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run the user's git on this repository; ``check`` raises :class:`GitFailed`."""
-        cwd = self.workdir if self.workdir is not None else self.git_dir
-        proc = subprocess.run(
-            ["git", "-C", str(cwd), *args],
+        return gitcli.run(
+            args,
+            cwd=self.workdir if self.workdir is not None else self.git_dir,
+            git_dir=self.git_dir,
+            workdir=self.workdir,
+            env=env,
             input=input,
-            capture_output=True,
-            text=True,
-            env=self.git_env(env),
-            stdin=None if input is not None else subprocess.DEVNULL,
+            timeout=timeout,
+            check=check,
         )
-        if check and proc.returncode != 0:
-            raise GitFailed(args, proc.returncode, proc.stderr)
-        return proc
 
     # --- refs and objects -----------------------------------------------------
 

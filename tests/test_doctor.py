@@ -22,14 +22,14 @@ import pytest
 
 from git_sluice.clock import FakeClock
 from git_sluice.countdown import ERASE_LINE, Countdown, countdown_text
-from git_sluice.commands.doctor import (
+from git_sluice.commands.doctor import diagnose
+from git_sluice.commands.doctor.checks import (
     BudgetLine,
     Check,
     Diagnosis,
     HookState,
     ScratchTrial,
     budget_check,
-    diagnose,
     git_version_check,
     hook_check,
     lease_check,

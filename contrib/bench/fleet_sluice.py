@@ -322,8 +322,8 @@ class WaitSlot:
     def _interval(self) -> float:
         assert self.session is not None
         settings = self.session.settings
-        keeper = LeaseKeeper(self.session.repo, self.session.remote, host=settings.host, role="wait",
-                             lease=settings.lease, clock=self.session.clock)
+        keeper = LeaseKeeper.configured(self.session.repo, settings, role="wait", clock=self.session.clock,
+                                        remote=self.session.remote)
         view = keeper.read("main")
         return min(settings.discovery, settings.lease / 3) if view.takes_in else settings.discovery / 4
 

@@ -66,29 +66,22 @@ def api_command(
     is printed); 2 usage or configuration; 3 allowance spent, the message names
     when it ends (nothing was sent).
     """
-    from ..countdown import Countdown
+    from ..commands.call import call_github, failed, is_graphql
     from ..commands.session import open_session
+    from ..countdown import Countdown
 
     setup_logging(verbose)
     fields = _fields(raw_fields, typed_fields)
+    query: str | None = None
+    if is_graphql(path):
+        document = fields.pop("query", None)
+        if not isinstance(document, str):
+            raise click.UsageError("graphql needs -f query='…'")
+        query = document
 
     with Countdown() as countdown, open_session(need_branches=False, on_wait=countdown) as session:
         deadline = session.clock.time() + timeout if timeout is not None else None
-        if path.strip("/") == "graphql":
-            query = fields.pop("query", None)
-            if not isinstance(query, str):
-                raise click.UsageError("graphql needs -f query='…'")
-            answer = session.forge.request(
-                "POST",
-                session.settings.graphql,
-                json_body={"query": query, "variables": fields},
-                wait=wait,
-                deadline=deadline,
-            )
-        elif method.upper() == "GET":
-            answer = session.forge.get(path, params=fields or None, wait=wait, deadline=deadline)
-        else:
-            answer = session.forge.request(method, path, json_body=fields or None, wait=wait, deadline=deadline)
+        answer = call_github(session, path, method=method, fields=fields, query=query, wait=wait, deadline=deadline)
     if include:
         click.echo(f"HTTP {answer.status}{' (kept answer, not modified)' if answer.from_kept else ''}")
         for key, value in answer.headers.items():
@@ -100,11 +93,5 @@ def api_command(
     except ValueError:
         pass
     click.echo(text)
-    if answer.status >= 400:
+    if failed(answer, path):
         sys.exit(1)
-    if path.strip("/") == "graphql":
-        try:
-            if json.loads(answer.body).get("errors"):
-                sys.exit(1)  # GitHub answers a refused query with 200 and errors[], as `gh api` exits 1
-        except (ValueError, AttributeError):
-            pass

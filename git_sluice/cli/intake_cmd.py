@@ -24,14 +24,13 @@ def intake_command(branches: tuple[str, ...], wait: bool, timeout: float | None,
     spent (nothing was sent; the message names when it ends).
     """
     from ..countdown import Countdown
-    from ..commands.step import run_rounds
+    from ..commands.step import run_rounds, unknown_branches
     from ..commands.session import open_session
 
     setup_logging(verbose)
 
     with Countdown() as countdown, open_session(on_wait=countdown) as session:
-        unknown = [b for b in branches if b not in session.settings.branches and session.repo.ref(
-            f"refs/remotes/{session.settings.remote}/{b}") is None]
+        unknown = unknown_branches(session, branches)
         if unknown:
             raise click.BadParameter(f"{', '.join(unknown)}: no such branch on {session.settings.remote}",
                                      param_hint="-b/--branch")

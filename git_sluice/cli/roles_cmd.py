@@ -80,24 +80,11 @@ def lease_command(branches: tuple[str, ...], as_json: bool) -> None:
     Reads the marks as last fetched (``git fetch`` brings refs/sluice/*); a mark
     that is not a lease record is reported as garbage, and ages like any other.
     """
-    from ..clock import default_clock
-    from ..config import load_settings
-    from ..remote.git import RemoteGit
-    from ..remote.leases import LeaseKeeper
-    from ..repo import Repo
+    from ..commands.lease import lease_json, read_leases
 
-    # local reading only: no token, no network (git fetch brings the marks)
-    clock = default_clock()
-    repo = Repo.discover(".")
-    settings = load_settings(repo.workdir or repo.git_dir)
-    keeper = LeaseKeeper(repo, RemoteGit(repo, settings.remote, clock=clock), host=settings.host, role="step",
-                         lease=settings.lease, clock=clock)
-    views = keeper.read_all(list(branches) or list(settings.branches))
+    views = read_leases(".", branches)
     if as_json:
-        print_json({"leases": [
-            {"branch": v.branch, "oid": v.oid, "holder": v.holder, "role": v.role, "age": v.age,
-             "lease": v.lease, "garbage": v.garbage, "mine": v.mine, "live": v.live}
-            for v in views.values()]})
+        print_json({"leases": [lease_json(v) for v in views]})
         return
-    for view in views.values():
+    for view in views:
         click.echo(view.describe())

@@ -8,19 +8,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
-
 import click
 
 from ._common import handles_errors, print_json
 from ._group import main
-
-STATES = ("ready", "waiting", "blocked", "draft")
-
-
-def _branches(settings: Any, chosen: tuple[str, ...]) -> list[str]:
-    return list(chosen) or list(settings.branches)
-
 
 @main.command("queue")
 @click.option("-b", "--branch", "branches", multiple=True, help="Branch (repeatable); default: sluice.branch.")
@@ -33,19 +24,10 @@ def queue_command(branches: tuple[str, ...], as_json: bool) -> None:
     Reads the queue the last round left (no call to GitHub): tools should read
     this instead of calling GitHub themselves.
     """
-    from ..config import load_settings
-    from ..intake.queue import QueueStore, to_document
-    from ..paths import clone_sluice_dir
+    from ..commands.queue import read_queues
+    from ..intake.queue import to_document
 
-    # no pygit2 here: dashboards poll this, and loading libgit2 would cost more than the rest
-    settings = load_settings(".")
-    store = QueueStore(clone_sluice_dir("."))
-    docs = []
-    for branch in _branches(settings, branches):
-        doc = store.load(branch)
-        if doc.repository is None:
-            doc.repository = settings.repository
-        docs.append(doc)
+    docs = read_queues(".", branches)
     if as_json:
         documents = [to_document(doc) for doc in docs]
         print_json(documents[0] if len(documents) == 1 else documents)
@@ -96,96 +78,6 @@ def _bar(used: int | None, limit: int | None, width: int = 20) -> str:
     return "[" + "#" * filled + "-" * (width - filled) + "]"
 
 
-def collect_status(path: str = ".") -> dict[str, Any]:
-    """Everything ``status`` shows, as data (no network)."""
-    from ..clock import default_clock
-    from ..config import load_settings
-    from ..forge.hoststore import HostStore
-    from ..commands.hookrun import last_failure
-    from ..intake.queue import QueueStore
-    from ..intake.round import RoundsLog
-    from ..remote.git import RemoteGit
-    from ..remote.leases import LeaseKeeper
-    from ..repo import Repo
-
-    clock = default_clock()
-    now = clock.time()
-    repo = Repo.discover(path)
-    settings = load_settings(repo.workdir or repo.git_dir)
-    queue = QueueStore(repo.sluice_dir)
-    rounds = RoundsLog(repo.sluice_dir).load()
-    keeper = LeaseKeeper(repo, RemoteGit(repo, settings.remote, clock=clock), host=settings.host, role="step",
-                         lease=settings.lease, clock=clock)
-    branches = []
-    for branch in settings.branches:
-        doc = queue.load(branch)
-        counts = {state: 0 for state in STATES}
-        for entry in doc.entries.values():
-            counts[entry.state] = counts.get(entry.state, 0) + 1
-        try:
-            view = keeper.read(branch)
-            lease: dict[str, Any] = {
-                "holder": view.holder, "role": view.role, "age": view.age, "live": view.live,
-                "mine": view.mine, "garbage": view.garbage, "absent": view.absent, "text": view.describe(),
-            }
-        except Exception as exc:  # a garbage ref is reported, never a crash
-            lease = {"error": str(exc), "text": f"{branch}: lease unreadable ({exc})"}
-        branches.append({
-            "branch": branch, "lease": lease, "counts": counts, "withdrawn_by": doc.withdrawn_by,
-            "read_at": doc.read_at, "last_round": rounds.get(branch),
-        })
-    store = HostStore(clock=clock)
-    try:
-        pauses = store.pauses()
-        budget = store.budget()
-    finally:
-        store.close()
-    pools = []
-    for row in budget:
-        pause = next((p for p in pauses if p.pool == row.pool and p.resource == row.resource), None)
-        pools.append(_pool_json(row, pause, now))
-    for pause in pauses:
-        if not any(p["pool"] == pause.pool and p["resource"] == pause.resource for p in pools):
-            pools.append(_pool_json(None, pause, now, pool=pause.pool, resource=pause.resource))
-    return {
-        "schema": 1,
-        "repository": settings.repository,
-        "host": settings.host,
-        "now": now,
-        "enforce": settings.enforce,
-        "branches": branches,
-        "pools": pools,
-        "last_hook_failure": last_failure(repo),
-    }
-
-
-def _pool_json(row: Any, pause: Any, now: float, *, pool: str | None = None, resource: str | None = None) -> dict[str, Any]:
-    forge = "ok"
-    if pause is not None and not pause.observe_only:
-        if pause.phase == "paused" and pause.until > now:
-            forge = "rate-limited"
-        elif pause.phase in ("paused", "probing"):
-            forge = "probing"
-        elif pause.phase == "ramp":
-            forge = "ramping"
-    return {
-        "pool": row.pool if row is not None else pool,
-        "resource": row.resource if row is not None else resource,
-        "forge": forge,
-        "limit": getattr(row, "limit", None),
-        "remaining": getattr(row, "remaining", None),
-        "used": getattr(row, "used", None),
-        "reset": getattr(row, "reset", None),
-        "observed_at": getattr(row, "observed_at", None),
-        "counted_last_hour": getattr(row, "counted_last_hour", 0),
-        "cost_last_hour": getattr(row, "cost_last_hour", 0),
-        "pause": None if pause is None else {
-            "phase": pause.phase, "until": pause.until, "class": pause.cls, "how": pause.how,
-            "epoch": pause.epoch, "source": pause.source, "observe_only": pause.observe_only, "held": pause.held,
-        },
-    }
-
-
 @main.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON (schema 1).")
 @handles_errors
@@ -195,6 +87,8 @@ def status_command(as_json: bool) -> None:
     A rate-limited forge says so with the time it ends; an observe-only host
     (sluice.enforce=false) shows what would have been paused.
     """
+    from ..commands.status import collect_status
+
     data = collect_status()
     if as_json:
         print_json(data)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -22,6 +21,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import gitcli
 from ..clock import FakeClock
 from ..double import GitHubDouble, serve
 from ..errors import AllowanceSpent, local_time
@@ -44,7 +44,7 @@ class DemoResult:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True)
+    done = gitcli.run(args, cwd=cwd)
     if done.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)}: {done.stderr.strip()}")
     return done.stdout.strip()
@@ -88,9 +88,9 @@ def _restore(saved: dict[str, str | None]) -> None:
 
 def _make_hosts(root: Path, api: str) -> tuple[Path, Path]:
     bare = root / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    gitcli.run(["init", "-q", "--bare", "-b", "main", str(bare)], check=True)
     seed = root / "seed"
-    subprocess.run(["git", "init", "-q", "-b", "main", str(seed)], check=True)
+    gitcli.run(["init", "-q", "-b", "main", str(seed)], check=True)
     (seed / "README").write_text("widgets\n")
     _git(seed, "add", "README")
     _git(seed, "commit", "-qm", "widgets")
@@ -99,7 +99,7 @@ def _make_hosts(root: Path, api: str) -> tuple[Path, Path]:
     clones = []
     for name in ("host-a", "host-b"):
         work = root / name
-        subprocess.run(["git", "clone", "-q", str(bare), str(work)], check=True, capture_output=True)
+        gitcli.run(["clone", "-q", str(bare), str(work)], check=True)
         _git(work, "config", "sluice.repository", REPO)
         _git(work, "config", "sluice.api", api)
         _git(work, "config", "sluice.host", name)

@@ -31,12 +31,12 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..clock import Clock, default_clock
-from ..remote.git import INTERNAL_ENV, scrub
+from ..clock import Clock, default_clock, rfc3339
+from ..gitcli import INTERNAL_ENV, scrub, scrub_environ
+from ..statefile import file_lock, try_acquire, write_atomic
 
 log = logging.getLogger("git_sluice")
 
@@ -53,9 +53,6 @@ WARNED_NAME = "hook-warned"
 """The pid of the git command last warned that git-sluice is not on PATH (one warning per command)."""
 WAIT_LIMIT = 3600.0
 """How long a runner waits for its git command (a slow push) before it goes on anyway."""
-
-# set by git for its hooks, relative to the hook's cwd: they must not reach the round's git
-_REPO_SELECTING_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_PREFIX")
 
 Step = Callable[..., Any]
 
@@ -180,10 +177,6 @@ def parse_heads(text: str) -> set[str]:
 # ------------------------------------------------------------------ small I/O parts
 
 
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _redact(text: str) -> str:
     """No token reaches the log or the failure record, whatever an exception said."""
     for name in ("GH_TOKEN", "GITHUB_TOKEN"):
@@ -215,7 +208,7 @@ def write_log(sluice_dir: Path, clock: Clock, message: str) -> None:
     skipped: the round matters more than its record.
     """
     text = " ".join(_redact(message).split())
-    line = f"{_iso(clock.time())} [{os.getpid()}] {text}\n"
+    line = f"{rfc3339(clock.time())} [{os.getpid()}] {text}\n"
     try:
         fd = os.open(sluice_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     except OSError:
@@ -228,29 +221,19 @@ def write_log(sluice_dir: Path, clock: Clock, message: str) -> None:
         os.close(fd)
 
 
-def _write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-
-
 def record_failure(sluice_dir: Path, clock: Clock, *, reason: str, error: BaseException) -> dict[str, Any]:
     """Keep the last failure where ``git sluice status`` finds it, and log it."""
     now = clock.time()
     text = _redact(f"{type(error).__name__}: {error}")
     record = {
         "time": now,
-        "at": _iso(now),
+        "at": rfc3339(now),
         "reason": _redact(reason),
         "error": text,
         "exit_code": int(getattr(error, "exit_code", 1)),
     }
     try:
-        _write_atomic(sluice_dir / FAILURE_NAME, (json.dumps(record, indent=2) + "\n").encode())
+        write_atomic(sluice_dir / FAILURE_NAME, (json.dumps(record, indent=2) + "\n").encode())
     except OSError:
         pass
     return record
@@ -266,9 +249,9 @@ def _mark_recovered(sluice_dir: Path, clock: Clock) -> None:
     if not isinstance(record, dict) or "recovered_at" in record:
         return
     record["recovered"] = clock.time()
-    record["recovered_at"] = _iso(clock.time())
+    record["recovered_at"] = rfc3339(clock.time())
     try:
-        _write_atomic(path, (json.dumps(record, indent=2) + "\n").encode())
+        write_atomic(path, (json.dumps(record, indent=2) + "\n").encode())
     except OSError:
         pass
 
@@ -343,7 +326,7 @@ def refresh_filter(repo: Any, sluice_dir: Path) -> tuple[str, list[str]]:
     except OSError:
         current, mtime = None, 0
     if current != data or any(mtime <= m for m in _config_mtimes(repo)):
-        _write_atomic(path, data, 0o644)
+        write_atomic(path, data)
     return remote, refs
 
 
@@ -458,7 +441,7 @@ def collect(sluice_dir: Path, inbox: Path | None) -> str:
 def ask(sluice_dir: Path, reasons: Sequence[str]) -> None:
     """Leave an ask; whoever holds the round lock (maybe us) will take it."""
     name = f"{ASK_PREFIX}{os.getpid()}.{uuid.uuid4().hex}"
-    _write_atomic(sluice_dir / name, ("\n".join(reasons) + "\n").encode())
+    write_atomic(sluice_dir / name, ("\n".join(reasons) + "\n").encode())
 
 
 def _pending(sluice_dir: Path) -> bool:
@@ -538,14 +521,10 @@ def drain(repo: Any, sluice_dir: Path, clock: Clock, step: Step) -> int:
     its ask behind; the holder looks for asks again after letting go, so an
     ask made at any moment is taken by some round that starts after it.
     """
-    from filelock import FileLock, Timeout
-
     rounds = 0
-    lock = FileLock(str(sluice_dir / LOCK_NAME))
+    lock = file_lock(sluice_dir / LOCK_NAME)
     while True:
-        try:
-            lock.acquire(blocking=False)
-        except Timeout:
+        if not try_acquire(lock):
             return rounds
         try:
             while True:
@@ -627,8 +606,7 @@ def main(wait_pid: int | None, inbox: str | None) -> int:
     # our own git commands (the round's fetch and push) must not ask again,
     # and the hook's relative GIT_DIR / GIT_WORK_TREE must not leak into them
     os.environ[INTERNAL_ENV] = "1"
-    for name in _REPO_SELECTING_ENV:
-        os.environ.pop(name, None)
+    scrub_environ()
     run_hook_round(repo, wait_pid=wait_pid, inbox=Path(inbox) if inbox else None)
     return 0
 

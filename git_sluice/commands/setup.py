@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SluiceError
+from ..gitcli import parse_version
 from ..remote.git import SLUICE_REFSPEC
+from ..statefile import write_atomic
 
 HOOK_NAMES: tuple[str, ...] = ("pre-push", "reference-transaction")
 MARKER = b"# git-sluice hook:"
@@ -122,14 +124,6 @@ def script(name: str) -> bytes:
         return (Path(__file__).resolve().parents[2] / "hooks" / name).read_bytes()
 
 
-def parse_git_version(text: str) -> tuple[int, ...]:
-    """``git version 2.39.5`` (or ``2.54.0.windows.1``, ``2.54.0-rc1``) -> (2, 39, 5)."""
-    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
-    if match is None:
-        return (0,)
-    return tuple(int(part) for part in match.groups() if part is not None)
-
-
 def choose_mode(version: tuple[int, ...]) -> str:
     """``config`` where git runs config-defined hooks (>= 2.54), else ``files``."""
     return "config" if version[:2] >= CONFIG_HOOKS_SINCE else "files"
@@ -201,10 +195,7 @@ def _empty_manifest() -> dict[str, Any]:
 
 
 def _save_manifest(sluice_dir: Path, manifest: Mapping[str, Any]) -> None:
-    path = _manifest_path(sluice_dir)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(_manifest_path(sluice_dir), json.dumps(manifest, indent=2) + "\n")
 
 
 # ----------------------------------------------------------------- where things are
@@ -238,7 +229,7 @@ def hooks_dir(repo: Any) -> tuple[Path, bool]:
 
 def installed_git_version(repo: Any) -> tuple[int, ...]:
     proc = repo.git("version", check=False)
-    return parse_git_version(proc.stdout)
+    return parse_version(proc.stdout)
 
 
 # ----------------------------------------------------------------- file hooks
@@ -251,12 +242,7 @@ def _umask() -> int:
 
 
 def _write_script(path: Path, data: bytes) -> None:
-    mode = (0o755 & ~_umask()) | 0o700
-    tmp = path.with_name(f".{path.name}.sluice-{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    write_atomic(path, data, mode=(0o755 & ~_umask()) | 0o700)
 
 
 def _ensure_dir(path: Path, manifest: dict[str, Any]) -> None:

@@ -21,9 +21,7 @@ log = logging.getLogger("git_sluice")
 def intake_for(session: Session, *, role: str = "step") -> tuple[Intake, LeaseKeeper]:
     """The rounds of this clone, reading leases as ``role`` sees them."""
     settings = session.settings
-    keeper = LeaseKeeper(
-        session.repo, session.remote, host=settings.host, role=role, lease=settings.lease, clock=session.clock
-    )
+    keeper = LeaseKeeper.configured(session.repo, settings, role=role, clock=session.clock, remote=session.remote)
 
     def branch_rev(branch: str) -> str | None:
         return session.repo.ref(f"refs/remotes/{settings.remote}/{branch}")
@@ -39,6 +37,15 @@ def intake_for(session: Session, *, role: str = "step") -> tuple[Intake, LeaseKe
         branch_rev=branch_rev,
     )
     return intake, keeper
+
+
+def unknown_branches(session: Session, branches: Sequence[str]) -> list[str]:
+    """Of the branches asked for, those neither configured nor known on the remote (a typo, most likely)."""
+    settings = session.settings
+    return [
+        b for b in branches
+        if b not in settings.branches and session.repo.ref(f"refs/remotes/{settings.remote}/{b}") is None
+    ]
 
 
 def branch_refspecs(session: Session, branches: Sequence[str]) -> list[str]:

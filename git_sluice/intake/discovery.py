@@ -8,15 +8,10 @@ The decision itself (:func:`due`) is pure.
 
 from __future__ import annotations
 
-import json
-import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import filelock
-
-log = logging.getLogger("git_sluice")
+from ..statefile import JsonDocument
 
 LOCAL_MOVEMENT_REASONS = frozenset({"push", "opened", "moved"})
 
@@ -61,20 +56,10 @@ class DiscoveryLog:
 
     def __init__(self, sluice_dir: Path) -> None:
         self.path = Path(sluice_dir) / "discovery.json"
-        self._lock = filelock.FileLock(str(self.path) + ".lock", timeout=30)
-
-    def _load(self) -> dict[str, dict[str, object]]:
-        try:
-            data = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            log.warning("discovery log %s unreadable (%s): starting afresh", self.path, exc)
-            return {}
-        return data if isinstance(data, dict) else {}
+        self._doc = JsonDocument(self.path, what="discovery log")
 
     def last(self, branch: str) -> LastAsked | None:
-        entry = self._load().get(branch)
+        entry = self._doc.read().get(branch)
         if not isinstance(entry, dict):
             return None
         asked_at = entry.get("asked_at")
@@ -84,10 +69,5 @@ class DiscoveryLog:
         return LastAsked(float(asked_at), rev if isinstance(rev, str) else None)
 
     def record(self, branch: str, *, asked_at: float, rev: str | None) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with self._lock:
-            data = self._load()
+        with self._doc.update() as data:
             data[branch] = {"asked_at": asked_at, "rev": rev}
-            tmp = self.path.with_name(f".discovery.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, sort_keys=True))
-            os.replace(tmp, self.path)

@@ -4,7 +4,7 @@ REST answers "did anything move?" for free (conditional list, 304s); GraphQL
 answers "what is its state now?" — reviews, the head commit's checks,
 mergeability, labels — for every request that moved, in one query, for a few
 points. This module is pure: it builds documents, prices them with GitHub's
-published formula, and turns answers into :class:`Reading` values. Sending is
+published formula, and turns answers into :class:`Request` values. Sending is
 the forge's job (:func:`read_all` takes the sender as an argument).
 
 Two shapes, whichever GitHub prices lower (ties go to fewer queries, then to
@@ -43,6 +43,8 @@ from graphql.language import (
     SelectionSetNode,
     VariableNode,
 )
+
+from .request import Request
 
 MAX_PAGE = 100
 """GitHub's ceiling for ``first``/``last`` on any connection."""
@@ -288,39 +290,16 @@ def node_count(query: str, variables: Mapping[str, Any] | None = None) -> int:
 # ------------------------------------------------------------------- answers
 
 
-@dataclass(frozen=True)
-class Reading:
-    """What GraphQL said about one request, at one moment."""
-
-    number: int
-    title: str
-    author: str | None
-    head_ref: str
-    head_sha: str
-    base: str
-    draft: bool
-    state: str  # OPEN | CLOSED | MERGED
-    updated_at: str
-    review_decision: str | None  # APPROVED | CHANGES_REQUESTED | REVIEW_REQUIRED | None (none required)
-    checks_state: str | None  # SUCCESS | FAILURE | PENDING | ERROR | EXPECTED | None (no checks)
-    failing: tuple[str, ...]
-    pending: tuple[str, ...]
-    mergeable: str | None  # MERGEABLE | CONFLICTING | UNKNOWN
-    labels: tuple[str, ...]
-    url: str = ""
-    reviews: tuple[tuple[str | None, str], ...] = ()  # (author, state) of latest opinionated reviews
-
-
 @dataclass
 class ParseResult:
     """What one answer (or several merged) gave: readings, what was skipped and why, the budget."""
 
-    readings: dict[int, Reading] = field(default_factory=dict)
+    readings: dict[int, Request] = field(default_factory=dict)
     skipped: dict[int, str] = field(default_factory=dict)
     rate_limit: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
     """Errors not tied to one request (e.g. the whole query refused)."""
-    others: dict[int, Reading] = field(default_factory=dict)
+    others: dict[int, Request] = field(default_factory=dict)
     """Requests the connection shape returned though not asked for (fresh, usable)."""
     next_variables: dict[str, Any] | None = None
     """Connection shape only: variables for the next page while wanted requests are unseen."""
@@ -394,8 +373,8 @@ def _checks(commits: Any) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]
     return (str(state) if state else None), _unique(failing), _unique(pending)
 
 
-def reading_from_node(node: Mapping[str, Any]) -> Reading:
-    """A :class:`Reading` from one ``SluicePR`` object; raises ``_Missing`` naming the field."""
+def reading_from_node(node: Mapping[str, Any]) -> Request:
+    """A :class:`Request` from one ``SluicePR`` object; raises ``_Missing`` naming the field."""
     values = {key: _need(node, key) for key in _REQUIRED}
     for key in _PRESENT:
         if key not in node:
@@ -409,7 +388,7 @@ def reading_from_node(node: Mapping[str, Any]) -> Reading:
     state = str(values["state"])
     if node.get("merged") is True:
         state = "MERGED"
-    return Reading(
+    return Request(
         number=int(values["number"]),
         title=str(values["title"]),
         author=author.get("login") if isinstance(author, Mapping) else None,
@@ -417,7 +396,7 @@ def reading_from_node(node: Mapping[str, Any]) -> Reading:
         head_sha=str(values["headRefOid"]),
         base=str(values["baseRefName"]),
         draft=bool(values["isDraft"]),
-        state=state,
+        github_state=state,
         updated_at=str(values["updatedAt"]),
         review_decision=node.get("reviewDecision"),
         checks_state=checks_state,

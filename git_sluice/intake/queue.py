@@ -20,22 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import os
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 from urllib.parse import quote, unquote
 
-from ..errors import QueueLockBusy as QueueLockBusy
-
-if TYPE_CHECKING:
-    from .graphql import Reading
-
-log = logging.getLogger("git_sluice")
+from ..clock import parse_rfc3339, rfc3339
+from ..statefile import file_lock, held, load_json, write_atomic
+from .request import Request, request_fields
 
 SCHEMA_VERSION = 1
 STATES = ("draft", "waiting", "blocked", "ready")
@@ -44,23 +37,6 @@ _BLOCKING_CHECKS = frozenset({"FAILURE", "ERROR"})
 _WAITING_CHECKS = frozenset({"PENDING", "EXPECTED"})
 _KNOWN_CHECKS = frozenset({"SUCCESS"}) | _BLOCKING_CHECKS | _WAITING_CHECKS
 _KNOWN_REVIEWS = frozenset({"APPROVED", "CHANGES_REQUESTED", "REVIEW_REQUIRED"})
-_LOCK_TIMEOUT = 30.0
-
-
-# ---------------------------------------------------------------------- time
-
-
-def rfc3339(epoch: float) -> str:
-    """``2026-11-29T18:00:00Z``: UTC, whole seconds, as the public JSON promises."""
-    return datetime.fromtimestamp(int(epoch), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> float:
-    """Epoch seconds of an RFC 3339 time (``Z`` or an offset)."""
-    value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    if value.tzinfo is None:
-        raise ValueError(f"{text!r} has no time zone")
-    return value.timestamp()
 
 
 # --------------------------------------------------------------------- state
@@ -109,26 +85,23 @@ def derive_state(
 # --------------------------------------------------------------------- entry
 
 
-@dataclass
-class Entry:
-    """One taken-in request as the queue keeps it (times are epoch seconds)."""
+@dataclass(frozen=True, kw_only=True)
+class Entry(Request):
+    """One taken-in request as the queue keeps it: the request, its verdict, when (epoch seconds).
 
-    number: int
-    title: str
-    author: str | None
-    head_ref: str
-    head_sha: str
-    base: str
-    draft: bool
-    updated_at: str
-    review_decision: str | None
-    checks_state: str | None
-    failing: list[str]
-    mergeable: str | None
-    labels: list[str]
-    state: str
+    The queue file keeps the documented fields only (docs/queue-json.md); what
+    a reading adds beyond them (``pending``, ``url``, ``reviews``) is for the
+    round that read it and is back at its defaults in an entry loaded from disk.
+    """
+
+    state: str  # draft | waiting | blocked | ready (derive_state)
     taken_in_at: float
     read_at: float
+
+    @classmethod
+    def of(cls, request: Request, *, state: str, taken_in_at: float, read_at: float) -> Entry:
+        """The queue's entry for what the list or a reading said of ``request``."""
+        return cls(**request_fields(request), state=state, taken_in_at=taken_in_at, read_at=read_at)
 
     def to_json(self) -> dict[str, Any]:
         """The entry in the documented shape (``docs/queue-json.md``)."""
@@ -175,9 +148,9 @@ class Entry:
             updated_at=str(data["updated_at"]),
             review_decision=_opt_str(data["review_decision"]),
             checks_state=_opt_str(checks["state"]),
-            failing=[str(n) for n in checks["failing"]],
+            failing=tuple(str(n) for n in checks["failing"]),
             mergeable=_opt_str(data["mergeable"]),
-            labels=[str(n) for n in data["labels"]],
+            labels=tuple(str(n) for n in data["labels"]),
             state=state,
             taken_in_at=parse_rfc3339(data["taken_in_at"]),
             read_at=parse_rfc3339(data["read_at"]),
@@ -188,12 +161,7 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-class _HasChecks(Protocol):
-    draft: bool
-    checks_state: str | None
-
-
-def checks_expected(entries: Iterable[_HasChecks]) -> bool:
+def checks_expected(entries: Iterable[Request]) -> bool:
     """Whether this branch runs checks at all: any non-draft entry (or reading) has reported some.
 
     Pass the fresh readings along with the queue's entries, so the first
@@ -207,37 +175,17 @@ def checks_expected(entries: Iterable[_HasChecks]) -> bool:
 
 
 def entry_from_reading(
-    reading: Reading,
+    reading: Request,
     *,
     previous: Entry | None,
     now: float,
     checks_expected: bool = False,
 ) -> Entry:
     """The queue entry for a fresh GraphQL reading; keeps when it was first taken in."""
-    return Entry(
-        number=reading.number,
-        title=reading.title,
-        author=reading.author,
-        head_ref=reading.head_ref,
-        head_sha=reading.head_sha,
-        base=reading.base,
-        draft=reading.draft,
-        updated_at=reading.updated_at,
-        review_decision=reading.review_decision,
-        checks_state=reading.checks_state,
-        failing=list(reading.failing),
-        mergeable=reading.mergeable,
-        labels=list(reading.labels),
-        state=derive_state(
-            reading.draft,
-            reading.review_decision,
-            reading.checks_state,
-            reading.mergeable,
-            checks_expected=checks_expected,
-        ),
-        taken_in_at=previous.taken_in_at if previous is not None else now,
-        read_at=now,
+    state = derive_state(
+        reading.draft, reading.review_decision, reading.checks_state, reading.mergeable, checks_expected=checks_expected
     )
+    return Entry.of(reading, state=state, taken_in_at=previous.taken_in_at if previous is not None else now, read_at=now)
 
 
 # ------------------------------------------------------------------ document
@@ -318,39 +266,23 @@ class QueueStore:
 
     def load(self, branch: str) -> QueueDoc:
         """The branch's queue; empty when absent, and when corrupt (logged, re-read from GitHub)."""
-        path = self.path_for(branch)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return QueueDoc(repository=None, branch=branch)
-        except OSError as exc:
-            log.warning("queue %s unreadable (%s): starting empty", path, exc)
-            return QueueDoc(repository=None, branch=branch)
-        try:
-            doc = from_document(json.loads(text))
+
+        def parse(data: Any) -> QueueDoc:
+            doc = from_document(data)
             if doc.branch != branch:
                 raise ValueError(f"holds branch {doc.branch!r}")
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            log.warning("queue %s is corrupt (%s): discarded, it will be re-read from GitHub", path, exc)
-            return QueueDoc(repository=None, branch=branch)
-        return doc
+            return doc
+
+        return load_json(self.path_for(branch), parse, lambda: QueueDoc(repository=None, branch=branch), what="queue")
 
     def save(self, doc: QueueDoc) -> None:
         """Write the branch's queue atomically, then the ``heads`` file, under the queue lock."""
         self.queue_dir.mkdir(parents=True, exist_ok=True)
-        import filelock  # only writers need it: `git sluice queue` (polled by dashboards) only reads
-
         stored = to_document(doc)
         stored["withdrawn_by"] = doc.withdrawn_by
-        try:
-            with filelock.FileLock(str(self._lock_path), timeout=_LOCK_TIMEOUT):
-                _atomic_write(self.path_for(doc.branch), json.dumps(stored, indent=1, sort_keys=False) + "\n")
-                self._write_heads(doc)
-        except filelock.Timeout:
-            raise QueueLockBusy(
-                f"the queue lock {self._lock_path} stayed busy for {_LOCK_TIMEOUT:.0f} s; "
-                "is a git-sluice process stuck? (the lock is released when it exits)"
-            ) from None
+        with held(file_lock(self._lock_path), busy="the queue lock"):
+            write_atomic(self.path_for(doc.branch), json.dumps(stored, indent=1, sort_keys=False) + "\n")
+            self._write_heads(doc)
 
     def branches(self) -> list[str]:
         """Every branch with a stored queue, sorted."""
@@ -377,14 +309,4 @@ class QueueStore:
             for number in sorted(doc.entries):
                 entry = doc.entries[number]
                 lines.append(f"{branch} {number} {entry.head_ref} {entry.head_sha}")
-        _atomic_write(self.heads_path, "".join(line + "\n" for line in lines))
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        write_atomic(self.heads_path, "".join(line + "\n" for line in lines))

@@ -31,28 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .queue import Entry
+from .request import Request
 
 _CHECKS_STILL_RUNNING = frozenset({"PENDING", "EXPECTED"})
 _CHECKS_FAILED = frozenset({"FAILURE", "ERROR"})
 
 
-@dataclass(frozen=True)
-class ListItem:
-    """The fields of one REST list item that a round compares (GitHub's names flattened)."""
-
-    number: int
-    title: str
-    author: str | None
-    head_ref: str
-    head_sha: str
-    base: str
-    draft: bool
-    updated_at: str
-    labels: tuple[str, ...]
-
-
-def list_item(raw: Mapping[str, Any]) -> ListItem | None:
-    """A :class:`ListItem` from one item of ``GET /repos/{o}/{r}/pulls``; None if it has no number."""
+def list_item(raw: Mapping[str, Any]) -> Request | None:
+    """What one item of ``GET /repos/{o}/{r}/pulls`` says (the fields a round compares); None without a number."""
     number = raw.get("number")
     if not isinstance(number, int) or isinstance(number, bool):
         return None
@@ -60,7 +46,7 @@ def list_item(raw: Mapping[str, Any]) -> ListItem | None:
     head = raw.get("head") if isinstance(raw.get("head"), Mapping) else {}
     base = raw.get("base") if isinstance(raw.get("base"), Mapping) else {}
     labels = raw.get("labels") if isinstance(raw.get("labels"), list) else []
-    return ListItem(
+    return Request(
         number=number,
         title=str(raw.get("title") or ""),
         author=user.get("login") if isinstance(user.get("login"), str) else None,
@@ -93,7 +79,7 @@ def needs_recheck(entry: Entry) -> bool:
     return entry.checks_state is None and entry.state == "waiting"
 
 
-def draft_entry(item: ListItem, previous: Entry | None, now: float) -> Entry:
+def draft_entry(item: Request, previous: Entry | None, now: float) -> Entry:
     """A draft's entry from the list alone; the previous one as is when nothing moved."""
     if (
         previous is not None
@@ -104,26 +90,11 @@ def draft_entry(item: ListItem, previous: Entry | None, now: float) -> Entry:
         and previous.title == item.title
         and previous.head_ref == item.head_ref
         and previous.base == item.base
-        and tuple(previous.labels) == item.labels
+        and previous.labels == item.labels
     ):
         return previous
-    return Entry(
-        number=item.number,
-        title=item.title,
-        author=item.author,
-        head_ref=item.head_ref,
-        head_sha=item.head_sha,
-        base=item.base,
-        draft=True,
-        updated_at=item.updated_at,
-        review_decision=None,
-        checks_state=None,
-        failing=[],
-        mergeable=None,
-        labels=list(item.labels),
-        state="draft",
-        taken_in_at=previous.taken_in_at if previous is not None else now,
-        read_at=now,
+    return Entry.of(
+        item, state="draft", taken_in_at=previous.taken_in_at if previous is not None else now, read_at=now
     )
 
 
@@ -138,7 +109,7 @@ class ReadingPlan:
     unchanged: list[int] = field(default_factory=list)
     reasons: dict[int, str] = field(default_factory=dict)
     """Why each request in ``to_read``/``to_check`` is asked (for the round's report and log)."""
-    items: dict[int, ListItem] = field(default_factory=dict)
+    items: dict[int, Request] = field(default_factory=dict)
     """Every open request as the list showed it."""
 
     @property
@@ -152,7 +123,7 @@ class ReadingPlan:
 
 
 def plan_readings(
-    items: Iterable[Mapping[str, Any] | ListItem],
+    items: Iterable[Mapping[str, Any] | Request],
     previous: Mapping[int, Entry],
     *,
     discovery: bool,
@@ -169,7 +140,7 @@ def plan_readings(
     """
     plan = ReadingPlan()
     for raw in items:
-        item = raw if isinstance(raw, ListItem) else list_item(raw)
+        item = raw if isinstance(raw, Request) else list_item(raw)
         if item is None:
             continue
         plan.items[item.number] = item
@@ -194,7 +165,7 @@ def plan_readings(
     return plan
 
 
-def _why_read(item: ListItem, entry: Entry | None, *, discovery: bool, base_moved: bool) -> str | None:
+def _why_read(item: Request, entry: Entry | None, *, discovery: bool, base_moved: bool) -> str | None:
     if entry is None:
         return "new"
     if entry.draft or entry.state == "draft":

@@ -18,20 +18,16 @@ nine that wait find the discovery clock already wound.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-import filelock
-
-from ..clock import Clock
+from ..clock import Clock, rfc3339
 from ..errors import AllowanceSpent
 from ..forge.client import Forge
 from ..remote.lease import LeaseView
+from ..statefile import JsonDocument, file_lock, held
 from . import graphql as gq
 from .discovery import DiscoveryLog, due
 from .queue import Entry, QueueStore, checks_expected, entry_from_reading
@@ -41,9 +37,8 @@ log = logging.getLogger("git_sluice")
 
 LeaseReader = Callable[[str], LeaseView | None]
 
-
-def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+ROUND_LOCK_TIMEOUT = 600.0
+"""A round (not a document) is held for its whole run, GitHub's answers included, so it waits longer."""
 
 
 @dataclass
@@ -102,23 +97,14 @@ class RoundsLog:
 
     def __init__(self, sluice_dir: Path) -> None:
         self.path = Path(sluice_dir) / "rounds.json"
-        self._lock = filelock.FileLock(str(self.path) + ".lock", timeout=30)
+        self._doc = JsonDocument(self.path, what="rounds log")
 
     def load(self) -> dict[str, dict[str, Any]]:
-        try:
-            data = json.loads(self.path.read_text())
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
+        return self._doc.read()
 
     def record(self, report: RoundReport) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with self._lock:
-            data = self.load()
+        with self._doc.update() as data:
             data[report.branch] = report.to_json()
-            tmp = self.path.with_name(f".rounds.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, sort_keys=True))
-            os.replace(tmp, self.path)
 
 
 def _safe(branch: str) -> str:
@@ -162,9 +148,8 @@ class Intake:
             report = self._defer(branch, lease, started)
             self.rounds.record(report)
             return report
-        lock = filelock.FileLock(str(self.sluice_dir / f"round-{_safe(branch)}.lock"), timeout=600)
-        self.sluice_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with lock:
+        lock = file_lock(self.sluice_dir / f"round-{_safe(branch)}.lock", timeout=ROUND_LOCK_TIMEOUT)
+        with held(lock, busy=f"the round lock of {branch}"):
             now = self.clock.time()
             rev = self.branch_rev(branch)
             decision = due(self.discovery_log.last(branch), now=now, interval=self.discovery, rev=rev, reason=reason)
@@ -236,8 +221,8 @@ class Intake:
             previous = doc.entries.get(number)
             reading = result.readings.get(number)
             if reading is not None:
-                if reading.state != "OPEN" or reading.base != branch:
-                    report.skipped.setdefault(number, f"{reading.state.lower()} or retargeted since the list")
+                if reading.github_state != "OPEN" or reading.base != branch:
+                    report.skipped.setdefault(number, f"{reading.github_state.lower()} or retargeted since the list")
                     continue
                 entry = entry_from_reading(reading, previous=previous, now=now, checks_expected=expected)
             elif number in plan.drafts:

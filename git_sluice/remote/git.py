@@ -22,10 +22,8 @@ import pygit2
 
 from ..clock import Clock, default_clock
 from ..errors import RemoteRefused as RemoteRefused, RemoteUnreachable as RemoteUnreachable
-from ..repo import GitFailed, Repo
-
-INTERNAL_ENV = "GIT_SLUICE_INTERNAL"
-"""Set to "1" for our own fetch/push, so our hooks can tell their own echo apart."""
+from ..gitcli import INTERNAL_ENV, GitFailed, scrub
+from ..repo import Repo
 
 SLUICE_REFSPEC = "+refs/sluice/*:refs/sluice/*"
 """The local mirror of the remote's coordination refs is ``refs/sluice/*`` itself."""
@@ -52,14 +50,8 @@ _LOCAL_CONTENTION = (
     "unable to update local ref",
     "some local refs could not be updated",
 )
-_CREDENTIALS_IN_URL = re.compile(r"(?i)([a-z][a-z0-9+.-]*://)[^/@\s]+@")
-_TOKEN_LIKE = re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{10,}|github_pat_[A-Za-z0-9_]{10,}|v1\.[0-9a-f]{40})\b")
 
 
-def scrub(text: str) -> str:
-    """Remove credentials git might echo (URLs with user:token@, token-shaped words)."""
-    text = _CREDENTIALS_IN_URL.sub(r"\1***@", text)
-    return _TOKEN_LIKE.sub("***", text)
 
 
 @dataclass(frozen=True)
@@ -177,17 +169,9 @@ class RemoteGit:
     # --- running git ---------------------------------------------------------
 
     def _run_network(self, operation: str, args: list[str]) -> subprocess.CompletedProcess[str]:
-        cwd = self.repo.workdir if self.repo.workdir is not None else self.repo.git_dir
-        env = self.repo.git_env({INTERNAL_ENV: "1", "GIT_TERMINAL_PROMPT": "0"})
+        env = {INTERNAL_ENV: "1", "GIT_TERMINAL_PROMPT": "0"}
         try:
-            return subprocess.run(
-                ["git", "-C", str(cwd), "-c", "core.hooksPath=/dev/null", *args],
-                capture_output=True,
-                text=True,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                timeout=self.timeout,
-            )
+            return self.repo.git("-c", "core.hooksPath=/dev/null", *args, check=False, env=env, timeout=self.timeout)
         except subprocess.TimeoutExpired as exc:
             raise RemoteUnreachable(self.remote, operation, f"no answer within {self.timeout:g} s") from exc
         except OSError as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..clock import Clock
@@ -30,6 +31,9 @@ from .lease import (
     lease_view,
 )
 from .observe import ObservationStore
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 _DONE = {"take": "took the lease", "renew": "renewed the lease", "take_over": "took the lease over"}
 
@@ -69,6 +73,18 @@ class LeaseKeeper:
         self.clock = clock
         self.version = version
         self.observations = observations or ObservationStore(repo.sluice_dir, clock)
+
+    @classmethod
+    def configured(
+        cls, repo: Repo, settings: Settings, *, role: str, clock: Clock, remote: RemoteGit | None = None
+    ) -> LeaseKeeper:
+        """The keeper the clone's config describes (host, lease, remote): the one wiring every role uses.
+
+        Without ``remote`` it only reads what was last fetched until asked to push (no token, no network).
+        """
+        if remote is None:
+            remote = RemoteGit(repo, settings.remote, clock=clock)
+        return cls(repo, remote, host=settings.host, role=role, lease=settings.lease, clock=clock)
 
     # --- reading -------------------------------------------------------------
 

@@ -18,17 +18,13 @@ bring the object back.
 
 from __future__ import annotations
 
-import json
-import os
-import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
 from ..clock import Clock
 from ..repo import boot_id as system_boot_id
+from ..statefile import JsonDocument
 from .lease import Observation
 
 FILE_NAME = "observed.json"
@@ -44,16 +40,13 @@ class ObservationStore:
         self.boot = boot if boot is not None else system_boot_id()
         # readings of different clocks are never compared (only one kind runs in production)
         self.clock_kind = type(clock).__qualname__
-        self._lock = FileLock(str(self.path) + ".lock")
+        self._doc = JsonDocument(self.path, what="lease observations")
 
     # --- file ----------------------------------------------------------------
 
     def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = None
-        if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        data = self._doc.read()
+        if data.get("format") != _FORMAT:
             return {"format": _FORMAT, "seen": {}, "wrote": {}}
         for section in ("seen", "wrote"):
             if not isinstance(data.get(section), dict):
@@ -61,10 +54,7 @@ class ObservationStore:
         return data
 
     def _save(self, data: dict[str, Any]) -> None:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.path)
+        self._doc.write(data)
 
     def _valid(self, entry: object, oid: str, now: float, key: str) -> bool:
         return (
@@ -87,7 +77,7 @@ class ObservationStore:
         A ref seen absent forgets its entries.
         """
         result: dict[str, Observation | None] = {}
-        with self._lock:
+        with self._doc.locked():
             data = self._load()
             now = self.clock.monotonic()
             changed = False
@@ -120,7 +110,7 @@ class ObservationStore:
         The written object counts as seen from ``at`` too: it was on the remote
         no earlier than that.
         """
-        with self._lock:
+        with self._doc.locked():
             data = self._load()
             for ref, oid in writes.items():
                 if oid is None:
@@ -134,7 +124,7 @@ class ObservationStore:
 
     def written_at(self, ref: str, oid: str) -> float | None:
         """When this host began the push that wrote ``oid`` to ``ref`` (this boot), or None."""
-        with self._lock:
+        with self._doc.locked():
             data = self._load()
         entry = data["wrote"].get(ref)
         if not self._valid(entry, oid, self.clock.monotonic(), "at"):
@@ -142,7 +132,7 @@ class ObservationStore:
         return float(entry["at"])  # type: ignore[index]
 
     def forget(self, refs: Iterable[str]) -> None:
-        with self._lock:
+        with self._doc.locked():
             data = self._load()
             for ref in refs:
                 data["seen"].pop(ref, None)

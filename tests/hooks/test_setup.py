@@ -13,6 +13,7 @@ import pytest
 
 from tests.hooks.conftest import World
 from git_sluice.commands import setup as installer
+from git_sluice.gitcli import parse_version
 from git_sluice.repo import Repo
 
 
@@ -230,9 +231,9 @@ def test_setup_adds_the_refspec_once(world: World) -> None:
 
 
 def test_git_versions_are_read_and_the_mode_chosen() -> None:
-    assert installer.parse_git_version("git version 2.39.5") == (2, 39, 5)
-    assert installer.parse_git_version("git version 2.54.0.windows.1") == (2, 54, 0)
-    assert installer.parse_git_version("git version 2.54.0-rc1") == (2, 54, 0)
+    assert parse_version("git version 2.39.5") == (2, 39, 5)
+    assert parse_version("git version 2.54.0.windows.1") == (2, 54, 0)
+    assert parse_version("git version 2.54.0-rc1") == (2, 54, 0)
     assert installer.choose_mode((2, 39, 5)) == "files"
     assert installer.choose_mode((2, 53, 9)) == "files"
     assert installer.choose_mode((2, 54, 0)) == "config"

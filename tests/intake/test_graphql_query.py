@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import git_sluice
+from git_sluice.intake.request import Request
 from git_sluice.intake.graphql import (
     CONNECTION_QUERY,
     MAX_ALIASES,
     ParseResult,
-    Reading,
     build_alias_queries,
     build_connection_query,
     build_queries,
@@ -250,7 +250,7 @@ def test_a_full_reading() -> None:
     result = parse_response(payload, [5])
     assert result.skipped == {} and result.errors == []
     assert result.rate_limit == rate() and result.cost == 1
-    assert result.readings[5] == Reading(
+    assert result.readings[5] == Request(
         number=5,
         title="Request 5",
         author="mona",
@@ -258,7 +258,7 @@ def test_a_full_reading() -> None:
         head_sha=f"{5:040x}",
         base="main",
         draft=False,
-        state="OPEN",
+        github_state="OPEN",
         updated_at="2026-11-29T18:00:00Z",
         review_decision="APPROVED",
         checks_state="FAILURE",
@@ -282,7 +282,7 @@ def test_no_checks_ghost_author_no_review_required_merged() -> None:
         commits={"nodes": [{"commit": {"oid": "a" * 40, "statusCheckRollup": None}}]},
     )
     reading = parse_response({"data": {"repository": {"pr8": node}}}, [8]).readings[8]
-    assert (reading.author, reading.review_decision, reading.state) == (None, None, "MERGED")
+    assert (reading.author, reading.review_decision, reading.github_state) == (None, None, "MERGED")
     assert (reading.checks_state, reading.failing, reading.pending, reading.labels) == (None, (), (), ())
 
 

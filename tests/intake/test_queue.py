@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from git_sluice.intake.graphql import Reading
+from git_sluice.intake.request import Request
+from git_sluice.clock import parse_rfc3339, rfc3339
 from git_sluice.intake.queue import (
     Entry,
     QueueDoc,
@@ -22,8 +23,6 @@ from git_sluice.intake.queue import (
     derive_state,
     entry_from_reading,
     from_document,
-    parse_rfc3339,
-    rfc3339,
     to_document,
 )
 
@@ -115,9 +114,9 @@ def make_entry(number: int, **over: Any) -> Entry:
         updated_at="2026-11-29T18:00:00Z",
         review_decision="APPROVED",
         checks_state="FAILURE",
-        failing=["test"],
+        failing=("test",),
         mergeable="MERGEABLE",
-        labels=["bug"],
+        labels=("bug",),
         state="blocked",
         taken_in_at=T0,
         read_at=T0 + 60,
@@ -156,7 +155,7 @@ def test_document_shape_sorted_and_serialisable() -> None:
         branch="release/2.x",
         holder="build-7",
         read_at=T0 + 120,
-        entries={12: make_entry(12), 3: make_entry(3, author=None, checks_state=None, failing=[])},
+        entries={12: make_entry(12), 3: make_entry(3, author=None, checks_state=None, failing=())},
     )
     document = to_document(doc)
     assert list(document) == ["schema", "repository", "branch", "holder", "read_at", "entries"]
@@ -194,14 +193,14 @@ def test_documentation_names_every_field() -> None:
         assert f"`{state}`" in text
 
 
-def reading(number: int, **over: Any) -> Reading:
+def reading(number: int, **over: Any) -> Request:
     values: dict[str, Any] = dict(
         number=number, title="t", author="a", head_ref="h", head_sha="s" * 40, base="main", draft=False,
-        state="OPEN", updated_at="2026-11-29T18:00:00Z", review_decision=None, checks_state=None,
+        github_state="OPEN", updated_at="2026-11-29T18:00:00Z", review_decision=None, checks_state=None,
         failing=(), pending=(), mergeable="MERGEABLE", labels=("x",),
     )
     values.update(over)
-    return Reading(**values)
+    return Request(**values)
 
 
 def test_entry_from_reading_keeps_taken_in_at() -> None:
@@ -210,7 +209,7 @@ def test_entry_from_reading_keeps_taken_in_at() -> None:
     later = entry_from_reading(
         reading(4, checks_state="FAILURE", failing=("ci",)), previous=first, now=T0 + 300
     )
-    assert (later.taken_in_at, later.read_at, later.state, later.failing) == (T0, T0 + 300, "blocked", ["ci"])
+    assert (later.taken_in_at, later.read_at, later.state, later.failing) == (T0, T0 + 300, "blocked", ("ci",))
     waiting = entry_from_reading(reading(4), previous=None, now=T0, checks_expected=True)
     assert waiting.state == "waiting"
 

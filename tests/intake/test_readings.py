@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from git_sluice.intake.queue import Entry
+from git_sluice.intake.request import Request
 from git_sluice.intake.readings import (
-    ListItem,
     ReadingPlan,
     draft_entry,
     list_item,
@@ -45,8 +45,8 @@ def entry(number: int, **over: Any) -> Entry:
     values: dict[str, Any] = dict(
         number=number, title=f"Request {number}", author="mona", head_ref=f"topic/{number}",
         head_sha=f"{number:040x}", base="main", draft=False, updated_at="2026-11-29T18:00:00Z",
-        review_decision="APPROVED", checks_state="SUCCESS", failing=[], mergeable="MERGEABLE",
-        labels=["bug"], state="ready", taken_in_at=EARLIER, read_at=EARLIER,
+        review_decision="APPROVED", checks_state="SUCCESS", failing=(), mergeable="MERGEABLE",
+        labels=("bug",), state="ready", taken_in_at=EARLIER, read_at=EARLIER,
     )
     values.update(over)
     return Entry(**values)
@@ -65,7 +65,7 @@ def partition(p: ReadingPlan) -> list[int]:
 
 def test_list_item_reads_githubs_shape() -> None:
     parsed = list_item(item(7, labels=("bug", "ui", "bug")))
-    assert parsed == ListItem(
+    assert parsed == Request(
         number=7, title="Request 7", author="mona", head_ref="topic/7", head_sha=f"{7:040x}", base="main",
         draft=False, updated_at="2026-11-29T18:00:00Z", labels=("bug", "ui"),
     )

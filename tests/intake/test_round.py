@@ -126,7 +126,7 @@ def test_a_change_costs_the_list_and_one_query(session: Session, github: ServedD
     if change == "review":
         assert entry.state == "blocked" and entry.review_decision == "CHANGES_REQUESTED"
     elif change == "label":
-        assert entry.labels == ["urgent"]
+        assert entry.labels == ("urgent",)
     elif change == "title":
         assert entry.title == "a better title"
     elif change == "push":
@@ -174,7 +174,7 @@ def test_300_requests_over_3_pages_one_change_costs_the_changed_page_and_one_que
     assert sum(c.counted for c in list_calls) <= 3
     assert len(graphql_calls(gh, mark)) == 1
     assert report.read == [150]
-    assert entries(session)[150].labels == ["hot"]
+    assert entries(session)[150].labels == ("hot",)
 
 
 def test_a_draft_is_never_read_by_graphql_and_closed_or_merged_leave(session: Session, github: ServedDouble) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from git_sluice.repo import GitFailed, NotARepository, Repo, ReftableUnsupported, boot_id
+from git_sluice.gitcli import GitFailed
+from git_sluice.repo import NotARepository, Repo, ReftableUnsupported, boot_id
 
 
 def git(*args: str, cwd: Path) -> str:

@@ -1,0 +1,96 @@
+"""``git sluice status``: leases, queues, last rounds, and each pool's budget and pauses, as data.
+
+No network: it reads the clone's sluice dir, the marks as last fetched and
+the host store, so a dashboard may poll it as often as it likes. The JSON
+(``status --json``, schema 1) is exactly what :func:`collect_status` returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..clock import default_clock
+from ..forge.hoststore import HostStore
+from ..intake.queue import QueueStore
+from ..intake.round import RoundsLog
+from .hookrun import last_failure
+from .lease import local_keeper
+
+STATES = ("ready", "waiting", "blocked", "draft")
+
+
+def collect_status(path: str = ".") -> dict[str, Any]:
+    """Everything ``status`` shows, as data (no network)."""
+    clock = default_clock()
+    now = clock.time()
+    repo, settings, keeper = local_keeper(path, clock)
+    queue = QueueStore(repo.sluice_dir)
+    rounds = RoundsLog(repo.sluice_dir).load()
+    branches = []
+    for branch in settings.branches:
+        doc = queue.load(branch)
+        counts = {state: 0 for state in STATES}
+        for entry in doc.entries.values():
+            counts[entry.state] = counts.get(entry.state, 0) + 1
+        try:
+            view = keeper.read(branch)
+            lease: dict[str, Any] = {
+                "holder": view.holder, "role": view.role, "age": view.age, "live": view.live,
+                "mine": view.mine, "garbage": view.garbage, "absent": view.absent, "text": view.describe(),
+            }
+        except Exception as exc:  # a garbage ref is reported, never a crash
+            lease = {"error": str(exc), "text": f"{branch}: lease unreadable ({exc})"}
+        branches.append({
+            "branch": branch, "lease": lease, "counts": counts, "withdrawn_by": doc.withdrawn_by,
+            "read_at": doc.read_at, "last_round": rounds.get(branch),
+        })
+    store = HostStore(clock=clock)
+    try:
+        pauses = store.pauses()
+        budget = store.budget()
+    finally:
+        store.close()
+    pools = []
+    for row in budget:
+        pause = next((p for p in pauses if p.pool == row.pool and p.resource == row.resource), None)
+        pools.append(_pool_json(row, pause, now))
+    for pause in pauses:
+        if not any(p["pool"] == pause.pool and p["resource"] == pause.resource for p in pools):
+            pools.append(_pool_json(None, pause, now, pool=pause.pool, resource=pause.resource))
+    return {
+        "schema": 1,
+        "repository": settings.repository,
+        "host": settings.host,
+        "now": now,
+        "enforce": settings.enforce,
+        "branches": branches,
+        "pools": pools,
+        "last_hook_failure": last_failure(repo),
+    }
+
+
+def _pool_json(row: Any, pause: Any, now: float, *, pool: str | None = None, resource: str | None = None) -> dict[str, Any]:
+    forge = "ok"
+    if pause is not None and not pause.observe_only:
+        if pause.phase == "paused" and pause.until > now:
+            forge = "rate-limited"
+        elif pause.phase in ("paused", "probing"):
+            forge = "probing"
+        elif pause.phase == "ramp":
+            forge = "ramping"
+    return {
+        "pool": row.pool if row is not None else pool,
+        "resource": row.resource if row is not None else resource,
+        "forge": forge,
+        "limit": getattr(row, "limit", None),
+        "remaining": getattr(row, "remaining", None),
+        "used": getattr(row, "used", None),
+        "reset": getattr(row, "reset", None),
+        "observed_at": getattr(row, "observed_at", None),
+        "counted_last_hour": getattr(row, "counted_last_hour", 0),
+        "cost_last_hour": getattr(row, "cost_last_hour", 0),
+        "pause": None if pause is None else {
+            "phase": pause.phase, "until": pause.until, "class": pause.cls, "how": pause.how,
+            "epoch": pause.epoch, "source": pause.source, "observe_only": pause.observe_only, "held": pause.held,
+        },
+    }
