@@ -368,3 +368,17 @@ def test_relative_links_lead_somewhere(doc: str) -> None:
         elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest.read_text(encoding="utf-8")):
             broken.append(target)
     assert not broken, f"{doc}: links that lead nowhere: {broken}"
+
+
+def test_pyproject_lists_every_package_so_a_plain_install_has_them_all() -> None:
+    import tomllib
+
+    # an editable install finds sub-packages by path; a wheel has only those
+    # listed, so a new sub-package left out breaks CI's `pip install .` alone
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    listed = set(data["tool"]["setuptools"]["packages"])
+    on_disk = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "git_sluice").rglob("__init__.py")
+    }
+    assert on_disk - listed == set()
