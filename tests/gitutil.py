@@ -29,5 +29,4 @@ def make_clone(root: Path, *, api: str, host: str = "host-a", repository: str = 
     git(work, "config", "sluice.repository", repository)
     git(work, "config", "sluice.api", api)
     git(work, "config", "sluice.host", host)
-    git(work, "config", "--add", "remote.origin.fetch", "+refs/sluice/*:refs/sluice/*")
     return work

@@ -170,8 +170,6 @@ class World:
             from git_sluice.commands.setup import install
 
             install(Repo.discover(work))
-        else:
-            git(work, "config", "--add", "remote.origin.fetch", "+refs/sluice/*:refs/sluice/*", env=self.env)
         host.clones[full_name] = work
         return work
 

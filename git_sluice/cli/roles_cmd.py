@@ -77,7 +77,7 @@ def wait_command(number: int, timeout: float | None, as_json: bool, verbose: boo
 def lease_command(branches: tuple[str, ...], as_json: bool) -> None:
     """Show who holds each branch's lease, its role, and its age by this host's observation.
 
-    Reads the marks as last fetched (``git fetch`` brings refs/sluice/*); a mark
+    Reads the marks as the last round fetched them (a plain git fetch does not); a mark
     that is not a lease record is reported as garbage, and ages like any other.
     """
     from ..commands.lease import lease_json, read_leases

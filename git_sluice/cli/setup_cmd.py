@@ -1,4 +1,4 @@
-"""``git sluice setup [--undo] [--json]``: install the hooks and the fetch refspec, or put them back."""
+"""``git sluice setup [--undo] [--json]``: install the hooks, or put back what was there."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from ._group import main
 
 
 @main.command("setup")
-@click.option("--undo", is_flag=True, help="Restore every hook and the fetch refspec exactly as they were.")
+@click.option("--undo", is_flag=True, help="Restore every hook and the config exactly as they were.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
 def setup(undo: bool, as_json: bool) -> None:
-    """Install the hooks, add the fetch refspec for refs/sluice/*, check the config.
+    """Install the hooks and check the config; add no fetch refspec (the rounds fetch
+    refs/sluice/* by their own), and remove the one an older setup added.
 
     Hooks already there keep running, first, with their exit status: they are
     moved to <hook>.legacy and git-sluice's hook calls them. Running setup

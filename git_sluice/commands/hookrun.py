@@ -468,27 +468,21 @@ def _ref_state(repo: Any, refs: Sequence[str]) -> str:
 
 
 def hook_step(repo: Any, *, reason: str) -> Any:
-    """The round a hook asks for: ``intake.step.run_rounds`` without touching the user's refs.
+    """The round a hook asks for: ``intake.step.run_rounds`` with the rounds' own fetch.
 
-    A plain step fetches the branches into ``refs/remotes/<remote>/*``. From a
-    hook that races the user's own next ``git fetch`` for the same ref locks
-    (their fetch fails with "cannot lock ref") and takes their fetch's news
-    away (it then prints nothing). A hook round needs no such fetch: a fetch
-    that asked for it has just brought the branch and ``refs/sluice/*`` (the
-    refspec setup adds), and a push updated the branch's tracking ref itself.
-    After a push only ``refs/sluice/*`` is fetched, for the leases and pause
-    notes; the user's own refs are never written.
+    The user's fetch no longer brings ``refs/sluice/*`` (setup adds no refspec:
+    a person's fetch is the same with and without git-sluice), so the round
+    fetches the leases, this clone's pause notes and its branches itself, each
+    by an explicit refspec into git-sluice's own refs (``--refmap=``): it never
+    writes a ref the user's git writes, so it cannot make their next fetch
+    fail with "cannot lock ref" nor take its news away.
     """
     from .step import run_rounds
-    from .session import adopt_notes, fetch_and_adopt, open_session
+    from .session import open_session
 
     path = repo.workdir if repo.workdir is not None else repo.git_dir
     with open_session(path) as session:
-        if reason == "push":
-            fetch_and_adopt(session)
-        else:
-            adopt_notes(session)
-        reports = run_rounds(session, reason=reason, fetch=False)
+        reports = run_rounds(session, reason=reason, fetch=True)
     for report in reports:
         log.info("round %s", report.summary())
     return reports

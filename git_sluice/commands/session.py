@@ -19,7 +19,7 @@ import httpx
 
 from ..clock import Clock, default_clock
 from ..config import Settings, load_settings
-from ..forge.auth import Credentials, credentials_from_settings
+from ..forge.auth import Credentials, credentials_from_settings, known_pool
 from ..forge.client import Forge
 from ..forge.hoststore import HostStore, Outcome, PauseView, Permit, Wait
 from ..forge.kept import KeptAnswers
@@ -27,6 +27,7 @@ from ..paths import host_state_dir
 from ..remote.git import RemoteGit
 from ..remote.notes import PauseNote, PauseNotes
 from ..repo import Repo
+from ..statefile import write_atomic
 
 log = logging.getLogger("git_sluice")
 
@@ -149,7 +150,7 @@ def open_session(
     )
     own_store = store is None
     store = store or HostStore(clock=clock)
-    remote = RemoteGit(repo, settings.remote, clock=clock)
+    remote = RemoteGit(repo, settings.remote, clock=clock, pools=lambda: own_pools(credentials, repo.sluice_dir))
     notes = PauseNotes(repo, remote, host=settings.host, clock=clock)
     fleet = FleetPauses(notes, store, settings.host, clock)
     forge = Forge(
@@ -175,19 +176,57 @@ def open_session(
     return session
 
 
+POOL_FILE = "pool"
+"""The pool this clone's credentials spend, as last known (``status`` shows only its pools)."""
+
+
+def own_pools(credentials: Credentials, sluice_dir: Path | None = None) -> list[str] | None:
+    """The pools whose notes concern this clone (None: not known without a call yet).
+
+    With ``sluice_dir``, the pool is also kept in ``<sluice dir>/pool`` for
+    ``status``, which reads no credentials.
+    """
+    pool = known_pool(credentials)
+    if pool is None:
+        return None
+    if sluice_dir is not None and recorded_pools(sluice_dir) != [pool]:
+        try:
+            write_atomic(Path(sluice_dir) / POOL_FILE, (pool + "\n").encode())
+        except OSError:
+            pass
+    return [pool]
+
+
+def recorded_pools(sluice_dir: Path) -> list[str] | None:
+    """The pools ``own_pools`` last recorded for this clone; None if none is."""
+    try:
+        text = (Path(sluice_dir) / POOL_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    pools = [line.strip() for line in text.splitlines()[:4] if line.strip() and len(line.strip()) <= 64]
+    return pools or None
+
+
 def adopt_notes(session: Session) -> int:
-    """Hand the pause notes as last fetched to the host store (no network)."""
+    """Hand this clone's pools' pause notes as last fetched to the host store (no network).
+
+    Notes of other teams' pools (a mirror an older setup filled) are not this
+    host's business: they are neither adopted nor shown.
+    """
     if not session.settings.enforce:
         return 0
     try:
-        return session.notes.adopt_into(session.store)
+        pools = own_pools(session.credentials, session.repo.sluice_dir)
+        notes = None if pools is None else [n for n in session.notes.local() if n.pool in pools]
+        return session.notes.adopt_into(session.store, notes)
     except Exception as exc:  # a garbage note must never crash a round
         log.warning("could not read the pause notes: %s", exc)
         return 0
 
 
 def fetch_and_adopt(session: Session, *extra_refspecs: str) -> str | None:
-    """Fetch ``refs/sluice/*`` (and extras), adopt pause notes; returns an error text or None.
+    """Fetch the leases and this clone's pause notes (and extras), adopt the notes; returns
+    an error text or None.
 
     A host that cannot reach the remote keeps its own pauses and keeps working:
     nothing waits on the remote to stop a call.

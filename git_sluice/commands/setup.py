@@ -1,4 +1,9 @@
-"""``git sluice setup``: install the hooks, add the fetch refspec, check the config.
+"""``git sluice setup``: install the hooks, check the config.
+
+Setup adds nothing to the remote's fetch refspecs: the rounds fetch what they
+need with refspecs of their own, so a person's ``git fetch`` is the same with
+and without git-sluice. Where an older setup added ``+refs/sluice/*:refs/sluice/*``
+(its manifest says so), setup takes it out again.
 
 Setup touches things that belong to the user — their hooks, their remote's
 fetch refspecs — so it is built to be undone exactly: every change is written
@@ -38,7 +43,7 @@ from typing import Any
 
 from ..errors import SluiceError
 from ..gitcli import parse_version
-from ..remote.git import SLUICE_REFSPEC
+from ..remote.git import LEGACY_REFSPEC
 from ..statefile import write_atomic
 
 HOOK_NAMES: tuple[str, ...] = ("pre-push", "reference-transaction")
@@ -363,7 +368,7 @@ def install(
                 plan = "ours"
         _install_file_hook(name, directory / name, plan, manifest, report, sluice_dir)
 
-    _ensure_refspec(repo, settings.remote, manifest, report, sluice_dir)
+    _drop_legacy_refspec(repo, manifest, report, sluice_dir)
     if json.dumps(manifest, sort_keys=True) != before:
         _save_manifest(sluice_dir, manifest)
     # after every config change, so the hooks see a filter newer than the config
@@ -472,20 +477,33 @@ def _remove_config_hook(repo: Any, section: str, target: Path) -> bool:
     return removed
 
 
-def _ensure_refspec(repo: Any, remote: str, manifest: dict[str, Any], report: Report, sluice_dir: Path) -> None:
-    key = f"remote.{remote}.fetch"
+def _drop_legacy_refspec(repo: Any, manifest: dict[str, Any], report: Report, sluice_dir: Path) -> None:
+    """Take out the ``+refs/sluice/*`` refspec an older setup added (and recorded).
+
+    It made every person's fetch bring every mark and note of every pool, and
+    fail when a hostile ref under ``refs/sluice`` blocked it. The record goes
+    with it: the state before setup had no such refspec, which is what
+    ``--undo`` puts back. A refspec with no record is someone's own: left, with
+    a word.
+    """
     subject = "fetch refspec"
-    proc = repo.git("config", "--get-all", key, check=False)
-    if SLUICE_REFSPEC in proc.stdout.splitlines():
-        report.add(subject, "unchanged", f"{key} has {SLUICE_REFSPEC}")
+    for entry in list(manifest["refspecs"]):
+        if not isinstance(entry, dict) or str(entry.get("value") or LEGACY_REFSPEC) != LEGACY_REFSPEC:
+            continue
+        _undo_refspec(repo, entry, report)
+        manifest["refspecs"] = [e for e in manifest["refspecs"] if e is not entry]
+        _save_manifest(sluice_dir, manifest)
+    remote = (repo.config_get("sluice.remote") or "origin").strip() or "origin"
+    key = f"remote.{remote}.fetch"
+    if LEGACY_REFSPEC in repo.git("config", "--get-all", key, check=False).stdout.splitlines():
+        report.add(subject, "left in place", f"{key} has {LEGACY_REFSPEC}, not added by setup")
+        report.warnings.append(
+            f"{key} has {LEGACY_REFSPEC}: every fetch of this clone brings every mark and note; "
+            f"git-sluice does not need it (remove it with: git config --fixed-value --unset {key} '{LEGACY_REFSPEC}')"
+        )
         return
-    section_existed = _section_exists(repo, f"remote.{remote}")
-    manifest["refspecs"].append(
-        {"remote": remote, "key": key, "value": SLUICE_REFSPEC, "section_created": not section_existed}
-    )
-    _save_manifest(sluice_dir, manifest)
-    repo.git("config", "--local", "--add", key, SLUICE_REFSPEC)
-    report.add(subject, "added", f"{SLUICE_REFSPEC} to {key}", changed=True)
+    if not any(step.subject == subject for step in report.steps):
+        report.add(subject, "none", "git-sluice adds none: its rounds fetch refs/sluice/* by their own refspecs")
 
 
 def _check_token(settings: Any, report: Report, token_finder: TokenFinder) -> None:
@@ -528,10 +546,10 @@ def undo(repo: Any) -> Report:
             report.warnings.append("no record of what setup changed: undoing what its hooks show")
         remote = repo.config_get("sluice.remote") or "origin"
         key = f"remote.{remote}.fetch"
-        if SLUICE_REFSPEC in repo.git("config", "--get-all", key, check=False).stdout.splitlines():
+        if LEGACY_REFSPEC in repo.git("config", "--get-all", key, check=False).stdout.splitlines():
             report.warnings.append(
-                f"no record that setup added {SLUICE_REFSPEC} to {key}; left in place (remove it "
-                f"with: git config --fixed-value --unset {key} '{SLUICE_REFSPEC}')"
+                f"no record that setup added {LEGACY_REFSPEC} to {key}; left in place (remove it "
+                f"with: git config --fixed-value --unset {key} '{LEGACY_REFSPEC}')"
             )
 
     recorded = sluice_dir is not None and _manifest_path(sluice_dir).is_file()
@@ -622,7 +640,7 @@ def _undo_file_hook(entry: Mapping[str, Any], report: Report) -> bool:
 def _undo_refspec(repo: Any, entry: Mapping[str, Any], report: Report) -> None:
     remote = str(entry.get("remote", ""))
     key = str(entry.get("key") or f"remote.{remote}.fetch")
-    value = str(entry.get("value") or SLUICE_REFSPEC)
+    value = str(entry.get("value") or LEGACY_REFSPEC)
     proc = repo.git("config", "--local", "--get-all", key, check=False)
     if value not in proc.stdout.splitlines():
         return
@@ -685,6 +703,6 @@ def describe(repo: Any) -> dict[str, Any]:
         "shared_hooks_dir": shared,
         "config_hooks_run": choose_mode(installed_git_version(repo)) == "config",
         "hooks": hooks,
-        "refspec": {"remote": remote, "value": SLUICE_REFSPEC, "present": SLUICE_REFSPEC in fetch},
+        "refspec": {"remote": remote, "value": LEGACY_REFSPEC, "present": LEGACY_REFSPEC in fetch},
         "recorded": sluice_dir.is_dir() and load_manifest(sluice_dir) is not None,
     }

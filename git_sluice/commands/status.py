@@ -15,6 +15,7 @@ from ..intake.queue import QueueStore
 from ..intake.round import RoundsLog
 from .hookrun import last_failure
 from .lease import local_keeper
+from .session import recorded_pools
 
 STATES = ("ready", "waiting", "blocked", "draft")
 
@@ -50,6 +51,12 @@ def collect_status(path: str = ".") -> dict[str, Any]:
         budget = store.budget()
     finally:
         store.close()
+    # only this clone's pools: the host store also holds other clones' (and, from an
+    # older setup's mirror, other teams') pools; all of them while none is known yet
+    own = recorded_pools(repo.sluice_dir)
+    if own is not None:
+        budget = [row for row in budget if row.pool in own]
+        pauses = [pause for pause in pauses if pause.pool in own]
     pools = []
     for row in budget:
         pause = next((p for p in pauses if p.pool == row.pool and p.resource == row.resource), None)

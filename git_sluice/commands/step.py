@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from ..remote.git import tracking_ref
 from ..remote.leases import LeaseKeeper
 from .session import Session, fetch_and_adopt
 from ..intake.round import Intake, RoundReport
@@ -24,7 +25,9 @@ def intake_for(session: Session, *, role: str = "step") -> tuple[Intake, LeaseKe
     keeper = LeaseKeeper.configured(session.repo, settings, role=role, clock=session.clock, remote=session.remote)
 
     def branch_rev(branch: str) -> str | None:
-        return session.repo.ref(f"refs/remotes/{settings.remote}/{branch}")
+        """The branch as the rounds' own fetch last saw it; the user's tracking ref until then."""
+        seen = session.repo.ref(tracking_ref(settings.remote, branch))
+        return seen if seen is not None else session.repo.ref(f"refs/remotes/{settings.remote}/{branch}")
 
     intake = Intake(
         sluice_dir=session.repo.sluice_dir,
@@ -49,8 +52,9 @@ def unknown_branches(session: Session, branches: Sequence[str]) -> list[str]:
 
 
 def branch_refspecs(session: Session, branches: Sequence[str]) -> list[str]:
+    """The branches into git-sluice's own namespace, never ``refs/remotes/*`` (the user's)."""
     remote = session.settings.remote
-    return [f"+refs/heads/{b}:refs/remotes/{remote}/{b}" for b in branches]
+    return [f"+refs/heads/{b}:{tracking_ref(remote, b)}" for b in branches]
 
 
 def run_rounds(

@@ -61,6 +61,23 @@ def pool_id(api_host: str, kind: str, ident: str) -> str:
     return digest[:12]
 
 
+def known_pool(credentials: object) -> str | None:
+    """The pool these credentials spend, when it is known without a call to GitHub.
+
+    Which pause notes a round fetches depends on it (only this pool's); an
+    unknown pool (a token never used on this host) widens that fetch to every
+    pool's notes until the first call has learned it.
+    """
+    known = getattr(credentials, "known_pool_id", None)
+    if known is None:
+        return None
+    try:
+        value = known()
+    except Exception:
+        return None
+    return value if isinstance(value, str) and value else None
+
+
 def api_host(api: str) -> str:
     return (urlsplit(api).hostname or api).lower()
 
@@ -89,6 +106,9 @@ class StaticToken:
 
     def pool_id(self) -> str:
         return self.resolver.pool_for(self.value)
+
+    def known_pool_id(self) -> str | None:
+        return self.resolver.known(self.value)
 
     def __repr__(self) -> str:  # never show the token, not even in a debugger or a crash trace
         return f"StaticToken(source={self.source!r})"
@@ -122,6 +142,15 @@ class UserPoolResolver:
             self._cache[digest] = pid
             self._remember(digest, pid)
             return pid
+
+    def known(self, token: str) -> str | None:
+        """The token's pool if already learned (memory or ``pools.json``); never asks GitHub."""
+        digest = token_digest(token)
+        with self._lock:
+            if digest in self._cache:
+                return self._cache[digest]
+        known = self._load().get(digest)
+        return known if isinstance(known, str) else None
 
     def _ask_user(self, token: str) -> str | None:
         try:
@@ -188,6 +217,9 @@ class AppInstallation:
 
     def pool_id(self) -> str:
         return pool_id(api_host(self.api), "installation", str(self.installation))
+
+    def known_pool_id(self) -> str | None:
+        return self.pool_id()
 
     def jwt(self) -> str:
         import jwt  # PyJWT

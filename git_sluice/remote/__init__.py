@@ -11,13 +11,18 @@ from __future__ import annotations
 
 from .git import (
     INTERNAL_ENV,
-    SLUICE_REFSPEC,
+    LEASE_REFSPEC,
+    LEGACY_REFSPEC,
+    TRACKING_PREFIX,
     CasUpdate,
     RefOutcome,
     RemoteGit,
     RemoteRefused,
     RemoteUnreachable,
     parse_porcelain,
+    pause_refspec,
+    sluice_refspecs,
+    tracking_ref,
 )
 from .lease import Decision, LeaseRecord, LeaseView, Mark, Observation, decide, lease_ref, lease_view
 from .leases import LeaseKeeper
@@ -26,7 +31,9 @@ from .observe import ObservationStore
 
 __all__ = [
     "INTERNAL_ENV",
-    "SLUICE_REFSPEC",
+    "LEASE_REFSPEC",
+    "LEGACY_REFSPEC",
+    "TRACKING_PREFIX",
     "CasUpdate",
     "Decision",
     "LeaseKeeper",
@@ -48,4 +55,7 @@ __all__ = [
     "merge",
     "pause_ref",
     "parse_porcelain",
+    "pause_refspec",
+    "sluice_refspecs",
+    "tracking_ref",
 ]

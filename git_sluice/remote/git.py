@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pygit2
@@ -25,8 +25,46 @@ from ..errors import RemoteRefused as RemoteRefused, RemoteUnreachable as Remote
 from ..gitcli import INTERNAL_ENV, GitFailed, scrub
 from ..repo import Repo
 
-SLUICE_REFSPEC = "+refs/sluice/*:refs/sluice/*"
-"""The local mirror of the remote's coordination refs is ``refs/sluice/*`` itself."""
+LEGACY_REFSPEC = "+refs/sluice/*:refs/sluice/*"
+"""What older ``setup`` added to the remote's fetch refspecs: every person's fetch brought
+every mark and note. ``setup`` now removes it (issue #14, point 13); only rounds fetch them."""
+
+LEASE_REFSPEC = "+refs/sluice/intake/*:refs/sluice/intake/*"
+"""The leases of this repository's branches (one ref per branch: bounded by the branches)."""
+
+TRACKING_PREFIX = "refs/sluice/tracking/"
+"""Where a round's fetch puts the branches it takes in: never a ref the user's git writes.
+
+A round that fetched into ``refs/remotes/<remote>/*`` raced the user's own
+``git fetch`` for the same ref locks ("cannot lock ref"), and took the news of
+that fetch away from them (issue #14, point 8). The remote has no such refs,
+so nothing of it is ever pruned here by a round's fetch.
+"""
+
+
+def pause_refspec(pool: str | None) -> str:
+    """The pause notes of one pool; ``None`` (the pool not known yet) means every pool's."""
+    if pool is None:
+        return "+refs/sluice/pause/*:refs/sluice/pause/*"
+    return f"+refs/sluice/pause/{pool}/*:refs/sluice/pause/{pool}/*"
+
+
+def tracking_ref(remote: str, branch: str) -> str:
+    return f"{TRACKING_PREFIX}{remote}/{branch}"
+
+
+def sluice_refspecs(pools: Sequence[str] | None) -> list[str]:
+    """What a round fetches of ``refs/sluice/*``: the leases and this clone's pools' notes.
+
+    Other teams' pools sharing the remote are never fetched (issue #14, point
+    9): the cost of a round does not grow with refs that do not concern it.
+    """
+    specs = [LEASE_REFSPEC]
+    if pools is None:
+        specs.append(pause_refspec(None))
+    else:
+        specs.extend(pause_refspec(pool) for pool in dict.fromkeys(pools))
+    return specs
 
 RECORD_NAME = "git-sluice"
 RECORD_EMAIL = "sluice@localhost"
@@ -159,9 +197,12 @@ class RemoteGit:
         *,
         clock: Clock | None = None,
         timeout: float = 120.0,
+        pools: Callable[[], Sequence[str] | None] | None = None,
     ) -> None:
         self.repo = repo
         self.remote = remote
+        # which pools' notes concern this clone; None (or it answering None): all of them
+        self.pools = pools
         # Records carry this clock's time, so tests with fake time get distinct records.
         self.clock = clock if clock is not None else default_clock()
         self.timeout = timeout
@@ -186,8 +227,21 @@ class RemoteGit:
 
     # --- fetch ---------------------------------------------------------------
 
+    def sluice_refspecs(self) -> list[str]:
+        pools: Sequence[str] | None = None
+        if self.pools is not None:
+            try:
+                pools = self.pools()
+            except Exception:  # an unknown pool only costs a wider fetch
+                pools = None
+        return sluice_refspecs(pools)
+
     def fetch(self, *extra_refspecs: str) -> None:
-        """Bring ``refs/sluice/*`` (pruned: a lease deleted there disappears here) and extras.
+        """Bring the leases and this clone's pause notes (pruned: a lease deleted there
+        disappears here) and extras, each by an explicit refspec of its own.
+
+        Never the remote's fetch refspecs (``--refmap=``): a round's fetch writes
+        no ref the user's own ``git fetch`` writes.
 
         Local ref-lock contention with another process of this clone fetching at
         the same moment is retried a few times; anything else is the remote's fault.
@@ -200,8 +254,9 @@ class RemoteGit:
             "--no-write-fetch-head",
             "--no-auto-gc",
             "--no-recurse-submodules",
+            "--refmap=",
             self.remote,
-            SLUICE_REFSPEC,
+            *self.sluice_refspecs(),
             *extra_refspecs,
         ]
         attempts = 4

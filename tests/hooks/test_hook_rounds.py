@@ -85,16 +85,19 @@ def test_a_push_that_moves_nothing_and_a_fetch_that_moves_nothing_start_nothing(
     assert world.runners() == (0, 0)
 
 
-def test_refs_sluice_movement_asks_for_a_round(world: World) -> None:
-    # another host's lease or pause note arrives through the fetch refspec setup added
+def test_a_round_brings_the_marks_a_plain_fetch_no_longer_does(world: World) -> None:
+    # another host's lease on the remote; the user's fetch moves the branch taken in
     world.git("update-ref", "refs/sluice/intake/main", "HEAD", cwd=world.other)
     world.git("push", "-q", "origin", "refs/sluice/intake/main", cwd=world.other)
-    world.git("fetch", "-q")
+    world.advance("main")
+    fetched = world.git("fetch", "origin")
+    assert "refs/sluice" not in fetched.stdout + fetched.stderr  # not the person's fetch's business
     world.wait_quiet()
     rounds = world.rounds()
-    assert len(rounds) == 1
-    assert "fetch refs/sluice/intake/main" in rounds[0]
-    assert world.git("for-each-ref", "refs/sluice").stdout.strip()
+    assert len(rounds) == 1 and "fetch refs/remotes/origin/main" in rounds[0]
+    # the round fetched them with its own refspecs: the marks are there to read
+    assert "refs/sluice/intake/main" in world.git("for-each-ref", "refs/sluice").stdout
+    assert world.git("for-each-ref", "refs/sluice/tracking/origin/main").stdout.strip()
 
 
 def test_our_own_git_commands_ask_nothing(world: World) -> None:

@@ -167,3 +167,75 @@ def test_a_hook_exits_zero_even_when_everything_is_broken(world: World, tmp_path
         assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
     world.wait_quiet()
     assert os.environ.get("GIT_SLUICE_INTERNAL") is None
+
+
+def _user_refs(world: World) -> str:
+    return world.git("for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes", "refs/heads", "refs/tags").stdout
+
+
+def test_a_persons_fetch_is_the_same_with_and_without_git_sluice(make_world) -> None:  # type: ignore[no-untyped-def]
+    """Issue #14 point 13: setup adds no refspec; only rounds fetch refs/sluice/*, by their own refspecs."""
+    hooked: World = make_world()
+    plain: World = make_world(with_setup=False)
+    for world in (hooked, plain):
+        world.git("update-ref", "refs/sluice/intake/main", "HEAD", cwd=world.other)
+        world.git("update-ref", "refs/sluice/pause/0123456789ab/core", "HEAD", cwd=world.other)
+        world.git("push", "-q", "origin", "refs/sluice/intake/main", "refs/sluice/pause/0123456789ab/core",
+                  cwd=world.other)
+        world.advance("main", "remote moves")
+    results = [_normal(world, world.git("fetch", "origin", check=False)) for world in (hooked, plain)]
+    assert results[0] == results[1]
+    assert _user_refs(hooked) == _user_refs(plain)
+    assert plain.git("for-each-ref", "refs/sluice").stdout == ""
+    hooked.wait_quiet()
+    assert "refs/sluice/intake/main" in hooked.git("for-each-ref", "refs/sluice").stdout
+    assert _user_refs(hooked) == _user_refs(plain)  # the round wrote none of the person's refs
+    results = [_normal(world, world.git("pull", "-q", "--ff-only", check=False)) for world in (hooked, plain)]
+    assert results[0] == results[1]
+
+
+def test_a_rounds_fetch_never_takes_a_ref_lock_the_persons_fetch_holds(world: World) -> None:
+    """Issue #14 point 8: with refs/remotes/origin/main locked (a person's fetch in flight),
+    a step's fetch still brings the marks and the branch, and leaves that ref alone."""
+    world.advance("main", "remote moves")
+    world.git("update-ref", "refs/sluice/intake/main", "HEAD", cwd=world.other)
+    world.git("push", "-q", "origin", "refs/sluice/intake/main", cwd=world.other)
+    before = world.git("rev-parse", "refs/remotes/origin/main").stdout
+    lock = world.work / ".git" / "refs" / "remotes" / "origin" / "main.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("held by the person's own git fetch\n")
+    try:
+        world.sluice("intake")  # the API is down: the round fails after its fetch, as it may
+        assert world.git("for-each-ref", "refs/sluice/intake/main").stdout.strip()
+        assert world.git("rev-parse", "refs/sluice/tracking/origin/main").stdout == world.git(
+            "rev-parse", "refs/heads/main", cwd=world.other).stdout
+        assert world.git("rev-parse", "refs/remotes/origin/main").stdout == before
+        assert lock.read_text() == "held by the person's own git fetch\n"
+    finally:
+        lock.unlink()
+
+
+def test_concurrent_fetches_with_the_hooks_never_fail(world: World) -> None:
+    """Issue #14 point 8, scaled: waves of concurrent plain fetches (of a branch that stands
+    still, as without git-sluice none of them fails) while another host's lease moves on the
+    remote and rounds (hook rounds and a step) fetch in the same clone: no fetch fails."""
+    failures: list[str] = []
+    for wave in range(4):
+        world.advance("main", f"wave {wave}")
+        world.git("fetch", "-q", "origin")  # brings the branch; its hook round starts
+        world.git("commit", "-q", "--allow-empty", "-m", f"renewal {wave}", cwd=world.other)
+        world.git("push", "-q", "-f", "origin", "HEAD:refs/sluice/intake/main", cwd=world.other)
+        step = subprocess.Popen([str(world.bin / "git-sluice"), "intake"], cwd=world.work, env=world.env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs = [
+            subprocess.Popen(["git", "fetch", "-q", "origin"], cwd=world.work, env=world.env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(12)
+        ]
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            if proc.returncode != 0:
+                failures.append(err)
+        step.wait(timeout=60)
+    world.wait_quiet(timeout=60)
+    assert failures == []

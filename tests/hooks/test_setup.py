@@ -219,15 +219,46 @@ def test_json_report_names_the_token_source_and_never_the_token(make_world) -> N
     assert json.loads(bare.stdout)["token"]["found"] is False
 
 
-def test_setup_adds_the_refspec_once(world: World) -> None:
-    values = world.git("config", "--get-all", "remote.origin.fetch").stdout.split()
-    assert values.count("+refs/sluice/*:refs/sluice/*") == 1
+LEGACY = "+refs/sluice/*:refs/sluice/*"
+
+
+def test_setup_adds_no_fetch_refspec(make_world) -> None:  # type: ignore[no-untyped-def]
+    world: World = make_world(with_setup=False)
+    before = world.git("config", "--get-all", "remote.origin.fetch").stdout.split()
     world.setup()
-    values = world.git("config", "--get-all", "remote.origin.fetch").stdout.split()
-    assert values.count("+refs/sluice/*:refs/sluice/*") == 1
+    world.setup()
+    assert world.git("config", "--get-all", "remote.origin.fetch").stdout.split() == before
+    assert LEGACY not in before
 
 
-# --------------------------------------------------------------- the choice of where
+def test_setup_removes_the_refspec_an_older_setup_added_and_undo_restores_the_config(make_world) -> None:  # type: ignore[no-untyped-def]
+    world: World = make_world(with_setup=False)
+    config = world.work / ".git" / "config"
+    before_config = config.read_bytes()
+    world.setup()
+    # what an older setup left: the refspec, and its record in the manifest
+    world.git("config", "--add", "remote.origin.fetch", LEGACY)
+    manifest = json.loads((world.sluice_dir / "setup.json").read_text())
+    manifest["refspecs"].append({"remote": "origin", "key": "remote.origin.fetch", "value": LEGACY,
+                                 "section_created": False})
+    (world.sluice_dir / "setup.json").write_text(json.dumps(manifest))
+    proc = world.sluice("setup", "--json")
+    assert proc.returncode == 0, proc.stderr
+    steps = {s["subject"]: s for s in json.loads(proc.stdout)["steps"]}
+    assert steps["fetch refspec"]["status"] == "removed" and steps["fetch refspec"]["changed"]
+    assert LEGACY not in world.git("config", "--get-all", "remote.origin.fetch").stdout.split()
+    assert json.loads((world.sluice_dir / "setup.json").read_text())["refspecs"] == []
+    assert world.sluice("setup", "--undo").returncode == 0
+    assert config.read_bytes() == before_config
+
+
+def test_a_refspec_setup_did_not_add_is_left_with_a_word(make_world) -> None:  # type: ignore[no-untyped-def]
+    world: World = make_world(with_setup=False)
+    world.git("config", "--add", "remote.origin.fetch", LEGACY)
+    proc = world.sluice("setup")
+    assert proc.returncode == 0, proc.stderr
+    assert LEGACY in world.git("config", "--get-all", "remote.origin.fetch").stdout.split()
+    assert "git config --fixed-value --unset remote.origin.fetch" in proc.stderr
 
 
 def test_git_versions_are_read_and_the_mode_chosen() -> None:
@@ -322,7 +353,7 @@ def test_describe_tells_doctor_what_is_installed(make_world) -> None:  # type: i
         "current": True,
     }
     assert now["hooks"]["reference-transaction"]["chained"] is False
-    assert now["refspec"]["present"] and now["recorded"] and not now["config_hooks_run"]
+    assert not now["refspec"]["present"] and now["recorded"] and not now["config_hooks_run"]
 
 
 def test_a_hooks_folder_it_cannot_write_is_an_error_not_a_crash(make_world) -> None:  # type: ignore[no-untyped-def]

@@ -1,8 +1,9 @@
 """Multi-host fixtures: one bare remote, several clones ("hosts"), a git daemon.
 
 Every host is a separate clone with its own ``sluice.host``, its own state dir
-(given as an env dict its subprocesses get) and the ``refs/sluice/*`` fetch
-refspec, exactly as ``git sluice setup`` leaves a clone. The bare remote logs
+(given as an env dict its subprocesses get) and no ``refs/sluice/*`` fetch
+refspec, exactly as ``git sluice setup`` leaves a clone (the rounds fetch by
+refspecs of their own). The bare remote logs
 every ref update (``core.logAllRefUpdates=always``) so tests can read the
 remote's own history of a lease.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from git_sluice.clock import FakeClock
-from git_sluice.remote.git import SLUICE_REFSPEC, RemoteGit
+from git_sluice.remote.git import RemoteGit
 from git_sluice.remote.leases import LeaseKeeper
 from git_sluice.remote.notes import PauseNotes
 from git_sluice.remote.observe import ObservationStore
@@ -120,7 +121,6 @@ def make_host(tmp_path: Path, bare_remote: Path) -> Callable[..., Host]:
         path = tmp_path / "hosts" / name
         git("clone", "-q", origin, str(path))
         git("config", "sluice.host", name, cwd=path)
-        git("config", "--add", "remote.origin.fetch", SLUICE_REFSPEC, cwd=path)
         state = tmp_path / "state" / name
         state.mkdir(parents=True)
         env = {**os.environ, "XDG_STATE_HOME": str(state)}

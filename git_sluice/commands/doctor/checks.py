@@ -304,18 +304,24 @@ def hook_check(state: HookState) -> Check:
 
 
 def refspec_check(remote: str, fetch_specs: Sequence[str]) -> Check:
-    from ...remote.git import SLUICE_REFSPEC
+    """git-sluice needs no fetch refspec: its rounds fetch refs/sluice/* by their own.
+
+    The one an older setup added makes every person's fetch carry every mark
+    and note (and fail when a hostile ref blocks it): a warning, fixed by setup.
+    """
+    from ...remote.git import LEGACY_REFSPEC
 
     name = "fetch refspec"
     key = f"remote.{remote}.fetch"
-    if SLUICE_REFSPEC in fetch_specs:
-        return Check(name, "ok", f"{key} has {SLUICE_REFSPEC}")
-    return Check(
-        name,
-        "fail",
-        f"{key} lacks {SLUICE_REFSPEC}: a fetch brings no lease or pause from other hosts",
-        f"run git sluice setup (or git config --add {key} '{SLUICE_REFSPEC}')",
-    )
+    if LEGACY_REFSPEC in fetch_specs:
+        return Check(
+            name,
+            "warn",
+            f"{key} has {LEGACY_REFSPEC}: every plain git fetch brings every mark and pause note",
+            f"run git sluice setup (it removes the refspec an older setup added), or "
+            f"git config --fixed-value --unset {key} '{LEGACY_REFSPEC}'",
+        )
+    return Check(name, "ok", f"{key} leaves refs/sluice/* to the rounds' own fetch")
 
 
 @dataclass(frozen=True)
