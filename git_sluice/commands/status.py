@@ -12,7 +12,7 @@ from typing import Any
 from ..clock import default_clock
 from ..forge.hoststore import HostStore
 from ..intake.queue import QueueStore
-from ..intake.round import RoundsLog
+from ..intake.report import RoundsLog
 from .hookrun import last_failure
 from .lease import local_keeper
 
