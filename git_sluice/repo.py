@@ -19,6 +19,7 @@ from pathlib import Path
 import pygit2
 
 from . import gitcli
+from .boot import boot_id as boot_id  # its old home
 from .errors import GitFailed as GitFailed, NotARepository, ReftableUnsupported as ReftableUnsupported
 
 
@@ -205,28 +206,3 @@ class Repo:
                     pass
                 return
             self.raw.references.create(name, pygit2.Oid(hex=oid), force=True)
-
-
-def boot_id() -> str:
-    """Something that changes at every boot, so monotonic readings are never compared across one.
-
-    Linux says it directly; BSDs and macOS give the boot time; elsewhere the
-    wall-clock time of boot is derived (rounded, so a restart of the process
-    does not change it; a spurious change only delays a take-over).
-    """
-    try:
-        text = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
-        if text:
-            return text
-    except OSError:
-        pass
-    try:
-        proc = subprocess.run(
-            ["sysctl", "-n", "kern.boottime"], capture_output=True, text=True, timeout=5, check=False
-        )
-        if proc.returncode == 0 and proc.stdout.strip():
-            return "boottime:" + proc.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    booted = time.time() - time.monotonic()
-    return f"derived:{int(booted // 600)}"

@@ -27,7 +27,7 @@ from ..paths import host_state_dir
 from ..remote.git import RemoteGit
 from ..remote.notes import PauseNote, PauseNotes
 from ..repo import Repo
-from ..statefile import write_atomic
+from .poolfile import record_pools
 
 log = logging.getLogger("git_sluice")
 
@@ -176,35 +176,17 @@ def open_session(
     return session
 
 
-POOL_FILE = "pool"
-"""The pool this clone's credentials spend, as last known (``status`` shows only its pools)."""
-
-
 def own_pools(credentials: Credentials, sluice_dir: Path | None = None) -> list[str] | None:
     """The pools whose notes concern this clone (None: not known without a call yet).
 
-    With ``sluice_dir``, the pool is also kept in ``<sluice dir>/pool`` for
-    ``status``, which reads no credentials.
+    With ``sluice_dir``, the pool is also kept for ``status`` (:mod:`.poolfile`).
     """
     pool = known_pool(credentials)
     if pool is None:
         return None
-    if sluice_dir is not None and recorded_pools(sluice_dir) != [pool]:
-        try:
-            write_atomic(Path(sluice_dir) / POOL_FILE, (pool + "\n").encode())
-        except OSError:
-            pass
+    if sluice_dir is not None:
+        record_pools(sluice_dir, [pool])
     return [pool]
-
-
-def recorded_pools(sluice_dir: Path) -> list[str] | None:
-    """The pools ``own_pools`` last recorded for this clone; None if none is."""
-    try:
-        text = (Path(sluice_dir) / POOL_FILE).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    pools = [line.strip() for line in text.splitlines()[:4] if line.strip() and len(line.strip()) <= 64]
-    return pools or None
 
 
 def adopt_notes(session: Session) -> int:

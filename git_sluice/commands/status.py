@@ -12,10 +12,10 @@ from typing import Any
 from ..clock import default_clock
 from ..forge.hoststore import HostStore
 from ..intake.queue import QueueStore
-from ..intake.round import RoundsLog
+from ..intake.report import RoundsLog
 from .hookrun import last_failure
 from .lease import local_keeper
-from .session import recorded_pools
+from .poolfile import recorded_pools
 
 STATES = ("ready", "waiting", "blocked", "draft")
 

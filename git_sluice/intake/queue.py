@@ -11,6 +11,8 @@ corrupt file is discarded and re-read from GitHub rather than trusted.
 ``<sluice dir>/heads`` lists every queued request's head across all branches
 (``<branch> <number> <head_ref> <head_sha>`` per line) for the pre-push hook:
 a push to a request's head is local movement that asks GitHub at once.
+``<sluice dir>/heads.d/`` holds the same heads as one empty file each (see
+:mod:`.headmarks`), so the hook's lookup costs the same at 2,000 heads as at 2.
 
 The state rule (:func:`derive_state`) is pure and documented with its edge
 cases in ``docs/queue-json.md``.
@@ -28,6 +30,7 @@ from urllib.parse import quote, unquote
 
 from ..clock import parse_rfc3339, rfc3339
 from ..statefile import file_lock, held, load_json, write_atomic
+from .headmarks import sync_marks
 from .request import Request, request_fields
 
 SCHEMA_VERSION = 1
@@ -304,9 +307,12 @@ class QueueStore:
 
     def _write_heads(self, saved: QueueDoc) -> None:
         lines: list[str] = []
+        heads: list[str] = []
         for branch in sorted(set(self.branches()) | {saved.branch}):
             doc = saved if branch == saved.branch else self.load(branch)
             for number in sorted(doc.entries):
                 entry = doc.entries[number]
                 lines.append(f"{branch} {number} {entry.head_ref} {entry.head_sha}")
+                heads.append(entry.head_ref)
         write_atomic(self.heads_path, "".join(line + "\n" for line in lines))
+        sync_marks(self.sluice_dir, heads)

@@ -9,31 +9,33 @@
 
 from __future__ import annotations
 
-from .git import (
-    INTERNAL_ENV,
-    LEASE_REFSPEC,
-    LEGACY_REFSPEC,
-    TRACKING_PREFIX,
-    CasUpdate,
-    RefOutcome,
-    RemoteGit,
-    RemoteRefused,
-    RemoteUnreachable,
-    parse_porcelain,
-    pause_refspec,
-    sluice_refspecs,
-    tracking_ref,
-)
-from .lease import Decision, LeaseRecord, LeaseView, Mark, Observation, decide, lease_ref, lease_view
-from .leases import LeaseKeeper
-from .notes import PauseNote, PauseNotes, PublishFailed, merge, pause_ref
-from .observe import ObservationStore
+from importlib import import_module
+from typing import Any
+
+# Where each name lives: importing the package loads none of them, so a
+# reader of ``remote.lease`` (``git sluice status``) never loads libgit2.
+_HOMES = {
+    "INTERNAL_ENV": "git", "LEASE_REFSPEC": "git", "LEGACY_REFSPEC": "git", "TRACKING_PREFIX": "git",
+    "pause_refspec": "git", "sluice_refspecs": "git", "tracking_ref": "git", "CasUpdate": "git", "RefOutcome": "git",
+    "RemoteGit": "git", "RemoteRefused": "git", "RemoteUnreachable": "git", "parse_porcelain": "git",
+    "Decision": "lease", "LeaseRecord": "lease", "LeaseView": "lease", "Mark": "lease",
+    "Observation": "lease", "decide": "lease", "lease_ref": "lease", "lease_view": "lease",
+    "LeaseKeeper": "leases",
+    "PauseNote": "notes", "PauseNotes": "notes", "PublishFailed": "notes", "merge": "notes", "pause_ref": "notes",
+    "ObservationStore": "observe",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{home}", __name__), name)
+
 
 __all__ = [
     "INTERNAL_ENV",
-    "LEASE_REFSPEC",
-    "LEGACY_REFSPEC",
-    "TRACKING_PREFIX",
+    "SLUICE_REFSPEC",
     "CasUpdate",
     "Decision",
     "LeaseKeeper",
@@ -55,7 +57,4 @@ __all__ = [
     "merge",
     "pause_ref",
     "parse_porcelain",
-    "pause_refspec",
-    "sluice_refspecs",
-    "tracking_ref",
 ]

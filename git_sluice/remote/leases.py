@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..clock import Clock
-from ..repo import Repo
-from .git import CasUpdate, RemoteGit, RemoteRefused
+from ..errors import RemoteRefused
 from .lease import (
     MARK_ROLES,
     ROLES,
@@ -34,6 +33,8 @@ from .observe import ObservationStore
 
 if TYPE_CHECKING:
     from ..config import Settings
+    from ..repo import Repo
+    from .git import RemoteGit
 
 _DONE = {"take": "took the lease", "renew": "renewed the lease", "take_over": "took the lease over"}
 
@@ -83,6 +84,8 @@ class LeaseKeeper:
         Without ``remote`` it only reads what was last fetched until asked to push (no token, no network).
         """
         if remote is None:
+            from .git import RemoteGit  # a writer's: a reader (status) gets by without libgit2
+
             remote = RemoteGit(repo, settings.remote, clock=clock)
         return cls(repo, remote, host=settings.host, role=role, lease=settings.lease, clock=clock)
 
@@ -154,6 +157,8 @@ class LeaseKeeper:
         nothing assumed won; :class:`RemoteRefused` is raised after the wins of
         the same push are recorded.
         """
+        from .git import CasUpdate
+
         branches = list(dict.fromkeys(branches))
         if fetch:
             self.remote.fetch()
@@ -207,6 +212,8 @@ class LeaseKeeper:
         A mark renewed meanwhile by another process of the host, or taken by
         another host, is left alone: the lease is not ours to drop then.
         """
+        from .git import CasUpdate
+
         updates: list[CasUpdate] = []
         for branch in dict.fromkeys(branches):
             ref = lease_ref(branch)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import Clock
-from ..repo import boot_id as system_boot_id
+from ..boot import boot_id as system_boot_id
 from ..statefile import JsonDocument
 from .lease import Observation
 

@@ -352,7 +352,7 @@ def _budget_part(
     clock: Clock,
 ) -> list[Check]:
     """The ledger's figures (or GET /rate_limit's, on a host that has seen nothing), then the projection."""
-    from ...intake.round import RoundsLog
+    from ...intake.report import RoundsLog
 
     pool = gathered.pool
     lines = ledger_budget(store.budget(), pool)

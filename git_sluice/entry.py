@@ -1,0 +1,80 @@
+"""The ``git-sluice`` console script: the hook runner's wait comes before any heavy import.
+
+A hook starts ``git-sluice _hook-round --wait-pid <git's pid>`` detached,
+while the user's push is still running. Importing click, libgit2 or httpx
+then would take CPU from that push, so this entry point (standard library
+only) lowers the runner's priority and waits for git to exit first; the
+command line proper (:mod:`git_sluice.cli`) is imported after.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+HOOK_COMMAND = "_hook-round"
+NICENESS = 10
+"""How far the hook runner steps back: a round is never more urgent than the user's own work."""
+WAIT_LIMIT = 3600.0
+"""The longest it waits for git (as the runner's own wait: commands/hookrun.py WAIT_LIMIT)."""
+
+
+def wait_pid_of(argv: Sequence[str]) -> int | None:
+    """The ``--wait-pid`` a hook gave (either spelling click accepts), or None."""
+    for i, arg in enumerate(argv):
+        value = None
+        if arg == "--wait-pid" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith("--wait-pid="):
+            value = arg[len("--wait-pid=") :]
+        if value is not None:
+            return int(value) if value.isdigit() else None
+    return None
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (a zombie has: git's work is done)."""
+    if pid <= 1:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
+def wait_for(pid: int, limit: float = WAIT_LIMIT) -> None:
+    """Poll until ``pid`` ends, or ``limit`` seconds pass (a real process's exit: real time)."""
+    deadline = time.monotonic() + limit
+    delay = 0.005
+    while not gone(pid) and time.monotonic() < deadline:
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.1)
+
+
+def before_hook_round(argv: Sequence[str]) -> None:
+    """Step back and wait for git, before anything heavy is imported."""
+    try:
+        os.nice(NICENESS)
+    except (OSError, AttributeError):
+        pass
+    pid = wait_pid_of(argv)
+    if pid is not None:
+        wait_for(pid)
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if argv[:1] == [HOOK_COMMAND]:
+        before_hook_round(argv[1:])
+    from .cli import main as cli
+
+    cli()
