@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["git_sluice.double.pytest_plugin"]
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The double's fixtures come from its ``pytest11`` entry point; an install older than it gets them here."""
+    if not config.pluginmanager.has_plugin("git_sluice_double"):
+        config.pluginmanager.import_plugin("git_sluice.double.pytest_plugin")
+
 
 _LEAKY = (
     "GH_TOKEN",
