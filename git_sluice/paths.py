@@ -36,6 +36,14 @@ def host_store_path() -> Path:
     return host_state_dir() / HOST_STORE_NAME
 
 
+def sluice_dir_in(common_dir: Path) -> Path:
+    """``<common dir>/sluice``, created private (0700) if it does not exist yet: every worktree's, the user's alone."""
+    path = common_dir / "sluice"
+    if not path.is_dir():
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
 def clone_sluice_dir(path: "str | os.PathLike[str]" = ".") -> Path:
     """The clone's sluice dir (``<common dir>/sluice``) by one ``git rev-parse``, without pygit2.
 

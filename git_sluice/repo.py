@@ -21,6 +21,7 @@ import pygit2
 from . import gitcli
 from .boot import boot_id as boot_id  # its old home
 from .errors import GitFailed as GitFailed, NotARepository, ReftableUnsupported as ReftableUnsupported
+from .paths import sluice_dir_in
 
 
 def _read_gitfile(path: Path) -> Path | None:
@@ -116,10 +117,7 @@ class Repo:
     @property
     def sluice_dir(self) -> Path:
         """``<common dir>/sluice``: shared by every worktree, private to the user."""
-        path = self.common_dir / "sluice"
-        if not path.is_dir():
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return path
+        return sluice_dir_in(self.common_dir)
 
     # --- config ---------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..clock import Clock, default_clock, rfc3339
 from ..gitcli import INTERNAL_ENV, scrub, scrub_environ
+from ..procs import gone
 from ..statefile import file_lock, try_acquire, write_atomic
 
 log = logging.getLogger("git_sluice")
@@ -363,30 +364,11 @@ def read_heads(sluice_dir: Path) -> set[str]:
 # ---------------------------------------------------------------- the runner
 
 
-def _alive(pid: int) -> bool:
-    """Whether a process still runs (a zombie has finished: git's work is done)."""
-    if pid <= 1:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-            return False
-    except (OSError, IndexError):
-        pass
-    return True
-
-
 def wait_for_exit(pid: int, clock: Clock, limit: float = WAIT_LIMIT) -> bool:
     """Poll until ``pid`` ends (True) or ``limit`` seconds pass (False)."""
     deadline = clock.monotonic() + limit
     delay = 0.005
-    while _alive(pid):
+    while not gone(pid):
         if clock.monotonic() >= deadline:
             return False
         clock.sleep(delay)
@@ -430,7 +412,7 @@ def collect(sluice_dir: Path, inbox: Path | None) -> str:
             texts.append(taken)
     for path in sorted(sluice_dir.glob(INBOX_PREFIX + "*")):
         pid = _inbox_pid(path)
-        if pid is None or _alive(pid):
+        if pid is None or not gone(pid):
             continue
         taken = _take(path)
         if taken:
