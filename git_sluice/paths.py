@@ -2,7 +2,7 @@
 
 Pauses, epochs, permits and the budget ledger are shared by every process and
 every repository on the host, so they live in the user's state directory rather
-than in any one clone (design §4). ``platformdirs`` honours ``XDG_STATE_HOME``,
+than in any one clone (docs/design.md#the-host-state-dir). ``platformdirs`` honours ``XDG_STATE_HOME``,
 which is also how tests keep each run's state apart.
 """
 

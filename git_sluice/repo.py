@@ -2,7 +2,7 @@
 
 pygit2 serves local objects, refs and config (fast, no process per read); the
 git CLI serves everything that must behave exactly as the user's git does
-(design §5: network operations never go through libgit2). Both are reached
+(network operations never go through libgit2: docs/design.md#pitfalls-it-is-built-around). Both are reached
 through one :class:`Repo`, so callers never guess which directory is which in
 a linked worktree or a submodule.
 """

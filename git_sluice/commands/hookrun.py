@@ -5,7 +5,7 @@ scripts that must never slow down or fail the user's git. They filter with
 the shell alone, write the lines that may concern us into an *inbox*
 (``<sluice dir>/hook-in.<pid of the git process>``) and start
 ``git sluice _hook-round`` in a new session with every standard stream on
-``/dev/null`` (design §11: a child holding git's pipes makes ``git push``
+``/dev/null`` (docs/design.md#pitfalls-it-is-built-around: a child holding git's pipes makes ``git push``
 hang). Everything slow or fallible happens here, after the git command ends:
 
 1. wait for the git process that ran the hook to exit, so a push is complete
@@ -151,7 +151,7 @@ def decide(
 
 
 def step_reason(reasons: Sequence[str]) -> str:
-    """The reason the round is given: ``push`` makes it ask GitHub at once (design §7).
+    """The reason the round is given: ``push`` makes it ask GitHub at once (docs/design.md#one-round).
 
     A push to a request's head moves nothing the round could see locally, so it
     must say so. A fetch needs no word: the round sees the branch's revision

@@ -2,7 +2,7 @@
 
 Pure: no I/O and no clock reads — every operation is given ``now`` — so the
 host store can run it inside one SQLite transaction and the tests can drive
-every interleaving of many callers through it (design §6).
+every interleaving of many callers through it (docs/design.md#the-pause).
 
 Why each part exists:
 

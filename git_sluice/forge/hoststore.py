@@ -4,7 +4,8 @@ It holds, per (pool, resource), the state of the pause machine (``gate``) with
 the permits in flight, plus the budget ledger (the last rate headers and the
 counted calls) and the counters of held, fenced and not-attempted calls.
 
-Why SQLite, and why this way (design §4, §11):
+Why SQLite, and why this way (docs/design.md#the-host-state-dir,
+docs/design.md#pitfalls-it-is-built-around):
 
 - one file for the whole host, so a throttle seen by any process stops every
   process of every repository on the host at once;

@@ -134,7 +134,7 @@ def test_cas_push_create_update_delete_and_mirror(make_host, url_for, bare_remot
 
 
 def test_up_to_date_with_expected_absent_is_reported_as_lost(make_host, url_for, fake_clock) -> None:
-    """The §11 pitfall: git exits 0 with "[up to date]" although the ref was not absent."""
+    """The pitfall (docs/design.md#pitfalls-it-is-built-around): git exits 0 with "[up to date]" although the ref was not absent."""
     a = make_host("a", url_for)
     b = make_host("b", url_for)
     ref = "refs/sluice/intake/main"
@@ -284,7 +284,7 @@ def test_records_are_parentless_empty_tree_commits(make_host, fake_clock) -> Non
 
 
 def test_our_git_runs_without_hooks_and_with_the_guard(make_host, fake_clock, tmp_path) -> None:
-    """Our own fetch/push must not re-enter the user's hooks (design §11, recursion)."""
+    """Our own fetch/push must not re-enter the user's hooks (docs/design.md#pitfalls-it-is-built-around, recursion)."""
     host = make_host("a")
     hooks = host.path / ".git" / "hooks"
     marker = tmp_path / "hook-ran"

@@ -3,7 +3,7 @@
 What doctor spends, and why it may: one conditional GET of the repository
 (a 304 when nothing changed, so usually free), one ``GET /rate_limit`` only
 when this host's ledger knows nothing of the pool yet (GitHub does not count
-it; its figures are advisory, design §6), one fetch of ``refs/sluice/*`` and
+it; its figures are advisory: docs/design.md#the-throttle-rules), one fetch of ``refs/sluice/*`` and
 two compare-and-swap pushes of a scratch ref on the remote (create, delete),
 because "the remote accepts refs/sluice/*" is only known by trying.
 
