@@ -207,14 +207,14 @@ def test_fetch_brings_and_prunes_sluice_refs(make_host, url_for, fake_clock) -> 
     assert b.repo.ref(ref) is None  # a lease deleted on the remote disappears here
 
 
-def test_fetch_takes_extra_refspecs(make_host, url_for, fake_clock, tmp_path) -> None:
+def test_fetch_takes_extra_refspecs(make_host, url_for, fake_clock, tmp_path, git_repo) -> None:
     a = make_host("a", url_for)
-    seed = tmp_path / "seed"
+    seed = Path(git_repo.workspace)  # what bare_remote was seeded from
     (seed / "more").write_text("x\n")
     subprocess.run(["git", "add", "more"], cwd=seed, check=True)
     subprocess.run(["git", "commit", "-q", "-m", "more"], cwd=seed, check=True)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=seed, capture_output=True, text=True).stdout.strip()
-    subprocess.run(["git", "push", "-q", (tmp_path / "remote.git").as_uri(), "main"], cwd=seed, check=True)
+    subprocess.run(["git", "push", "-q", (tmp_path / "remote.git").as_uri(), "HEAD:refs/heads/main"], cwd=seed, check=True)
     a.remote_git(fake_clock).fetch("+refs/heads/main:refs/remotes/origin/main")
     assert a.repo.ref("refs/remotes/origin/main") == head
 
