@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -29,6 +31,7 @@ def test_ci_runs_the_readme_commands_verbatim() -> None:
     assert demo in readme and tests in readme
 
 
+@pytest.mark.slow
 def test_the_demo_tells_the_whole_story() -> None:
     from git_sluice.commands.demo import run_demo
 

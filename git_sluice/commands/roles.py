@@ -19,7 +19,7 @@ from ..errors import AllowanceSpent, SluiceError, TimedOut
 from ..forge.client import ForgeError, ForgeUnavailable
 from ..intake import graphql as gq
 from ..intake.queue import derive_state
-from ..intake.round import RoundReport
+from ..intake.round import Intake, RoundReport
 from .step import branch_refspecs, intake_for
 from ..remote.git import RemoteRefused, RemoteUnreachable
 from .session import Session, fetch_and_adopt
@@ -131,7 +131,7 @@ def drive(
     return state
 
 
-def _driver_round(session: Session, intake: Any, branch: str, reason: str, state: DriverState, say: Say) -> RoundReport | None:
+def _driver_round(session: Session, intake: Intake, branch: str, reason: str, state: DriverState, say: Say) -> RoundReport | None:
     try:
         report: RoundReport = intake.round(branch, reason=reason)
         state.paused_said.clear()
@@ -235,7 +235,7 @@ def wait_for(
                 log.warning("could not let go of the wait's lease: %s", exc)
 
 
-def _follow_by_round(session: Session, intake: Any, branch: str, number: int, deadline: float | None) -> str | None:
+def _follow_by_round(session: Session, intake: Intake, branch: str, number: int, deadline: float | None) -> str | None:
     """This host takes the branch in: a round (on the discovery clock), then the queue's word."""
     intake.round(branch, reason="wait", wait=True, deadline=deadline)
     entry = intake.queue.load(branch).entries.get(number)
@@ -268,7 +268,7 @@ def _closed_state(session: Session, number: int, deadline: float | None) -> str 
     return _ended(_pull(session, number, deadline)[0])
 
 
-def _follow_alone(session: Session, intake: Any, number: int, deadline: float | None) -> str | None:
+def _follow_alone(session: Session, intake: Intake, number: int, deadline: float | None) -> str | None:
     """Another host takes the branch in: follow our own request by GitHub's word, conditionally."""
     pr, unchanged = _pull(session, number, deadline)
     ended = _ended(pr)

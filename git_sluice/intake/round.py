@@ -1,6 +1,6 @@
 """One round: take one branch's open pull requests in, asking only what could have moved.
 
-The order is the product's rule (design §3 "round", §7):
+The order is the product's rule (docs/design.md#one-round):
 
 1. the lease as last fetched — another host's live mark means no call at all,
    and this host's entries for the branch are withdrawn, naming the holder;
