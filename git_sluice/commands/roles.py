@@ -23,6 +23,7 @@ from ..intake.round import RoundReport
 from .step import branch_refspecs, intake_for
 from ..remote.git import RemoteRefused, RemoteUnreachable
 from .session import Session, fetch_and_adopt
+from .watching import next_wake, tick_watch
 
 log = logging.getLogger("git_sluice")
 
@@ -109,6 +110,7 @@ def drive(
                     held.discard(branch)
                     if was or state.ticks == 1:
                         say(f"{branch}: {view.describe()}")
+            watch = tick_watch(session, chosen)
             for branch in chosen:
                 rev = session.repo.ref(f"refs/remotes/{session.settings.remote}/{branch}")
                 moved = branch in revs and revs[branch] != rev
@@ -120,7 +122,7 @@ def drive(
                         say(report.summary())
             if max_ticks is not None and state.ticks >= max_ticks:
                 break
-            _sleep_until(session, started + tick, stopper)
+            _sleep_until(session, next_wake(session, watch, started, tick), stopper)
     finally:
         if held and let_go:
             try:
