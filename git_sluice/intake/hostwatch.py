@@ -150,7 +150,7 @@ class HostWatch:
         """Tick for the host when due; None when not due, or another process ticks (waited for, briefly)."""
         if self.forge is None:
             return None
-        if not w.due(self.next_at(), self.clock.time()):
+        if not w.due(self.next_at(), self.clock.time()) and not self._joining(self.answers.read()):
             return None
         lock = file_lock(self.group_dir / "tick.lock")
         if not try_acquire(lock):
@@ -159,11 +159,54 @@ class HostWatch:
         try:
             doc = self.answers.read()
             now = self.clock.time()
-            if not w.due(doc.get("next_at") if isinstance(doc.get("next_at"), (int, float)) else None, now):
-                return None  # someone ticked while we took the lock
-            return self._tick(doc, now)
+            if w.due(doc.get("next_at") if isinstance(doc.get("next_at"), (int, float)) else None, now):
+                return self._tick(doc, now)
+            joining = self._joining(doc)
+            if joining:
+                return self._join(doc, joining, now)
+            return None  # someone ticked while we took the lock
         finally:
             lock.release()
+
+    def _joining(self, doc: Mapping[str, Any]) -> dict[str, set[str]]:
+        """Bases registered since the last tick: asked now, so a clone joining mid-interval asks no list itself."""
+        tick = doc.get("tick")
+        if not isinstance(tick, int):
+            return {}
+        interests, _ = self.registry.interests(self.group, self.clock.time())
+        repos = doc.get("repos") if isinstance(doc.get("repos"), dict) else {}
+        out: dict[str, set[str]] = {}
+        for repository, interest in interests.items():
+            record = repos.get(repository) if isinstance(repos.get(repository), dict) else {}
+            bases = record.get("bases") if isinstance(record.get("bases"), dict) else {}
+            for base in interest.bases:
+                part = bases.get(base)
+                if not isinstance(part, dict) or part.get("asked_tick") != tick:
+                    out.setdefault(repository, set()).add(base)
+        return out
+
+    def _join(self, doc: dict[str, Any], joining: Mapping[str, set[str]], now: float) -> TickReport:
+        """The last tick, completed for the bases that joined since (their baseline lists, by REST)."""
+        tick = int(doc["tick"])
+        report = TickReport(tick)
+        repos = dict(doc.get("repos") or {})
+        for repository, bases in sorted(joining.items()):
+            old = repos.get(repository) if isinstance(repos.get(repository), dict) else {}
+            record = dict(old)
+            record["bases"] = dict(old.get("bases") or {}) if isinstance(old.get("bases"), dict) else {}
+            record.setdefault("mode", "rest")
+            try:
+                for base in sorted(bases):
+                    items, _fresh = self._list(repository, base)
+                    report.rest_lists += 1
+                    part = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+                    _store_base(record, base, items, {i.number: True for i in items}, part, tick)
+            except (SluiceError, ValueError) as exc:
+                report.errors[repository] = str(exc)
+                continue
+            repos[repository] = record
+        self.answers.write({**doc, "repos": repos})
+        return report
 
     def _wait_for_other(self, wait: float) -> None:
         before = self.answers.read().get("tick")
