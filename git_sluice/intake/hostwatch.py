@@ -41,11 +41,12 @@ from .watchstore import Answers, Cursor, HeadInterest, Registry, RepoInterest, i
 
 log = logging.getLogger("git_sluice")
 
-WAIT_FOR_TICK = 30.0
+WAIT_FOR_TICK = 20.0
 """A driver that finds another process ticking waits this long for its answers, then goes its own way."""
 MAX_GRAPHQL_PAGES = 10
-STALE_AFTER = 2.0
-"""Answers older than this many (stretched) intervals are not trusted: the watch is not ticking."""
+STALE_GRACE = 15.0
+"""Answers whose next tick is overdue by more than this are not trusted: the watch is not ticking
+(stopped, paused, stuck), and every round asks for itself, the old way, until it ticks again."""
 
 
 @dataclass
@@ -272,8 +273,10 @@ class HostWatch:
         report: TickReport,
     ) -> None:
         answered_200 = moved = False
+        listed: dict[int, str] = {}
         for base in sorted(interest.bases):
             items, fresh = self._list(repository, base)
+            listed.update((i.number, i.updated_at) for i in items)
             report.rest_lists += 1
             answered_200 = answered_200 or fresh
             old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
@@ -284,6 +287,8 @@ class HostWatch:
                 continue
             key = f"{repository} {head.sha}"
             rec = _head_of(heads_doc.get(key))
+            # the list just read says whether its request moved: a moved request's head is asked at once
+            head = replace(head, updated_at=listed.get(head.number, head.updated_at))
             if not w.head_due(rec, now=now, updated_at=head.updated_at):
                 new_heads[key] = _head_json(rec)
                 continue
@@ -477,7 +482,10 @@ def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> 
     interval = doc.get("interval") if isinstance(doc.get("interval"), (int, float)) else 60.0
     stretch = doc.get("stretch") if isinstance(doc.get("stretch"), (int, float)) else 1.0
     length = max(10.0, min(float(interval) * max(1.0, min(float(stretch), pacing.MAX_STRETCH)), 4 * 3600.0))
-    if ticked_at > now + 60 or now - ticked_at > STALE_AFTER * length + w.SLACK:
+    next_at = doc.get("next_at")
+    due_at = float(next_at) if isinstance(next_at, (int, float)) else float(ticked_at) + length
+    due_at = min(due_at, float(ticked_at) + length + w.SLACK)  # a next tick further off than that is garbage
+    if ticked_at > now + 60 or now > due_at + STALE_GRACE:
         return None
     repos = doc.get("repos")
     record = repos.get(repository) if isinstance(repos, dict) else None
@@ -496,10 +504,8 @@ def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> 
         if isinstance(key, str) and key.startswith(repository + " ") and isinstance(value, dict):
             changed = value.get("changed_tick")
             heads[key.split(" ", 1)[1]] = int(changed) if isinstance(changed, int) else 0
-    next_at = doc.get("next_at")
     return BaseView(
-        epoch=epoch, tick=tick, ticked_at=float(ticked_at),
-        next_at=float(next_at) if isinstance(next_at, (int, float)) else float(ticked_at) + length,
+        epoch=epoch, tick=tick, ticked_at=float(ticked_at), next_at=due_at,
         items=items, labels_known=known,
         changed_tick=int(part["changed_tick"]) if isinstance(part.get("changed_tick"), int) else tick, heads=heads,
     )

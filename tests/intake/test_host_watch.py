@@ -12,7 +12,8 @@ import pytest
 
 from git_sluice.commands.roles import drive
 from git_sluice.commands.session import Session, open_session
-from git_sluice.commands.step import run_rounds
+from git_sluice.commands.step import intake_for, run_rounds
+from git_sluice.commands.watching import tick_watch
 from git_sluice.double.testing import ServedDouble
 from git_sluice.intake.queue import QueueStore
 from git_sluice.paths import host_state_dir
@@ -50,7 +51,8 @@ def failing_pr(gh, repo: str, head: str) -> int:
 class Host:
     """Clones of several repositories on one host: one state dir, one token, a driver each."""
 
-    def __init__(self, tmp_path: Path, github: ServedDouble, repos: tuple[str, ...]) -> None:
+    def __init__(self, tmp_path: Path, github: ServedDouble, repos: tuple[str, ...], light: bool) -> None:
+        self.light = light
         self.github = github
         self.gh = github.gh
         self.sessions: dict[str, Session] = {}
@@ -63,10 +65,18 @@ class Host:
             self.sessions[repo] = session
 
     def tick(self, only: tuple[str, ...] | None = None) -> None:
-        """One driver tick of every clone, in turn (the first to come ticks the watch for all)."""
+        """One driver tick of every clone, in turn (the first to come ticks the watch for all).
+
+        A full ``drive`` tick (fetch, lease, watch, rounds) where the driver itself is under
+        test (``light=False``); else only its GitHub part: the watch's tick, then the round.
+        """
         for repo, session in self.sessions.items():
             if only is None or repo in only:
-                drive(session, max_ticks=1, let_go=False)
+                if self.light:
+                    tick_watch(session, ["main"])
+                    intake_for(session, role="driver")[0].round("main")
+                else:
+                    drive(session, max_ticks=1, let_go=False)
 
     def next_tick(self) -> None:
         self.github.clock.advance(60)
@@ -86,8 +96,8 @@ def host_factory(tmp_path: Path, github: ServedDouble, monkeypatch: pytest.Monke
         github.gh.add_repo(repo)
     made: list[Host] = []
 
-    def make(repos: tuple[str, ...] = REPOS) -> Host:
-        host = Host(tmp_path, github, repos)
+    def make(repos: tuple[str, ...] = REPOS, *, light: bool = True) -> Host:
+        host = Host(tmp_path, github, repos, light)
         made.append(host)
         return host
 
@@ -117,7 +127,7 @@ def test_four_repositories_under_unrelated_activity_cost_at_most_one_unit_a_tick
         for i in range(3):
             ready_pr(gh, repo, f"feat-{i}")
     waiting = pending_pr(gh, "o/r1", "slow-ci")
-    host = host_factory()
+    host = host_factory(light=False)  # four drivers, each its whole tick: fetch, lease, watch, rounds
     host.tick()
     assert host.entries("o/r1")[waiting].state == "waiting"
     assert all(len(host.entries(repo)) == (4 if repo == "o/r1" else 3) for repo in REPOS)
@@ -223,7 +233,7 @@ def test_a_churning_repository_goes_back_to_rest_once_it_is_quiet(host_factory, 
 def test_a_hooks_round_between_ticks_does_not_push_the_drivers_next_tick_back(host_factory, github) -> None:
     gh = github.gh
     ready_pr(gh, "o/r1", "feat")
-    host = host_factory(("o/r1",))
+    host = host_factory(("o/r1",), light=False)
     session = host.sessions["o/r1"]
     host.tick()
     github.clock.advance(30)
@@ -250,3 +260,140 @@ def test_without_the_watch_a_push_round_does_not_wind_the_discovery_clock(tmp_pa
         github.clock.advance(29)  # the interval, less a second: a tick woken a little early still asks
         (tick,) = run_rounds(session)
         assert (first.outcome, pushed.outcome, tick.outcome) == ("taken-in", "taken-in", "taken-in")
+
+
+def check_runs_asked(gh, mark: int, repo: str = "o/r1") -> int:
+    return len(gh.calls(since=mark, path=rf"^/repos/{repo}/commits/[0-9a-f]+/check-runs"))
+
+
+def status_asked(gh, mark: int, repo: str) -> int:
+    return len(gh.calls(since=mark, path=rf"^/repos/{repo}/commits/[0-9a-f]+/status$"))
+
+
+def test_a_failed_head_that_stays_failed_is_asked_less_and_less_often_and_at_once_when_it_moves(
+    host_factory, github
+) -> None:
+    gh = github.gh
+    n = failing_pr(gh, "o/r1", "red")
+    host = host_factory(("o/r1",))
+    host.tick()
+    assert host.entries("o/r1")[n].state == "blocked"
+    asked_at = []
+    for _ in range(50):
+        host.next_tick()
+        mark = gh.mark()
+        host.tick()
+        if check_runs_asked(gh, mark):
+            asked_at.append(github.clock.time())
+    gaps = [b - a for a, b in zip(asked_at, asked_at[1:])]
+    assert gaps[:5] == [60, 120, 240, 480, 900]
+    assert set(gaps[5:]) == {900}  # doubling, up to 15 min
+    # the request moves (a comment): its head is asked again at that very tick
+    gh.comment("o/r1", n, body="rerun please")
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert check_runs_asked(gh, mark) == 1
+    mark = gh.mark()
+    for _ in range(4):
+        host.next_tick()
+        host.tick()
+    assert check_runs_asked(gh, mark) == 2  # and doubles again from the start: the next tick, two later
+
+
+def test_the_combined_status_is_asked_only_where_the_repository_uses_statuses(host_factory, github) -> None:
+    gh = github.gh
+    pending_pr(gh, "o/r1", "runs-only")
+    n = gh.open_pr("o/r2", head_ref="statuses")
+    gh.review("o/r2", n, "bob", "APPROVED")
+    gh.set_mergeable("o/r2", n, "MERGEABLE")
+    gh.set_status("o/r2", gh.pr("o/r2", n).head_sha, "lint", "pending")
+    host = host_factory(("o/r1", "o/r2"))
+    host.tick()
+    mark = gh.mark()
+    for _ in range(6):
+        host.next_tick()
+        host.tick()
+    assert check_runs_asked(gh, mark, "o/r1") == 6 and check_runs_asked(gh, mark, "o/r2") == 6
+    assert status_asked(gh, mark, "o/r1") == 1  # once, to learn the repository uses none
+    assert status_asked(gh, mark, "o/r2") == 6
+    assert gh.counted(since=mark) == 4  # the baselines: both heads' check runs, both statuses
+
+
+def test_pace_stretches_the_tick_above_80_percent_and_status_and_doctor_say_so(
+    host_factory, github, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from git_sluice.commands import status as status_module
+    from git_sluice.commands.doctor import diagnose
+
+    gh = github.gh
+    ready_pr(gh, "o/r1", "feat")
+    gh.set_limit("user:alice", "core", 12)
+    host = host_factory(("o/r1",))
+    host.tick()
+    doc = answers(host)
+    assert doc["stretch"] > 1
+    assert doc["next_at"] - doc["ticked_at"] > 60
+    assert "stretches its tick" in doc["pace"]
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert gh.requests(since=mark, path=r"/pulls\?") == 0  # the stretched tick is not due yet
+    session = host.sessions["o/r1"]
+    monkeypatch.chdir(session.repo.workdir)
+    monkeypatch.setattr(status_module, "default_clock", lambda: github.clock)
+    core = next(p for p in status_module.collect_status()["pools"] if p["resource"] == "core")
+    assert core["pace"]["stretch"] > 1 and core["pace"]["projected"] > 0.8 * 12
+    checks = diagnose(session.repo.workdir, clock=github.clock).checks
+    pace = [c for c in checks if c.name.startswith("pace ")]
+    assert pace and pace[0].status == "warn" and "projected" in pace[0].found
+
+
+def test_an_unreadable_watch_leaves_every_clone_its_own_round(host_factory, github) -> None:
+    gh = github.gh
+    ready_pr(gh, "o/r1", "feat")
+    host = host_factory(("o/r1",))
+    watch_dir = host_state_dir() / "watch"
+    watch_dir.parent.mkdir(parents=True, exist_ok=True)
+    watch_dir.write_text("not a directory\n")  # the watch's files cannot be had at all
+    state = drive(host.sessions["o/r1"], max_ticks=1, let_go=False)
+    (report,) = state.rounds
+    assert report.outcome == "taken-in" and report.requests >= 1  # the clone asked for itself
+    assert sorted(host.entries("o/r1")) == [1]
+
+
+def test_corrupt_answers_are_discarded_and_rounds_go_on(host_factory, github) -> None:
+    gh = github.gh
+    ready_pr(gh, "o/r1", "feat")
+    host = host_factory(("o/r1",))
+    host.tick()
+    (path,) = (host_state_dir() / "watch").glob("*/answers.json")
+    path.write_text("{garbage")
+    n = ready_pr(gh, "o/r1", "new")
+    host.next_tick()
+    (report,) = run_rounds(host.sessions["o/r1"])  # a step (no driver ticks): no answer, its own round
+    assert report.outcome == "taken-in" and n in host.entries("o/r1")
+    host.next_tick()
+    host.tick()  # the next tick rebuilds the answers
+    assert answers(host)["tick"] == 1
+
+
+def test_a_stuck_watch_leaves_every_clone_its_own_round(host_factory, github) -> None:
+    from git_sluice.statefile import file_lock
+
+    gh = github.gh
+    ready_pr(gh, "o/r1", "feat")
+    host = host_factory(("o/r1",))
+    host.tick()
+    (group_dir,) = (p.parent for p in (host_state_dir() / "watch").glob("*/answers.json"))
+    stuck = file_lock(group_dir / "tick.lock")
+    stuck.acquire()  # another process holds the tick and makes no progress
+    try:
+        n = ready_pr(gh, "o/r1", "new")
+        host.next_tick()
+        state = drive(host.sessions["o/r1"], max_ticks=1, let_go=False)
+        (report,) = state.rounds
+        assert report.outcome == "taken-in" and report.requests >= 1
+        assert n in host.entries("o/r1")
+    finally:
+        stuck.release()
