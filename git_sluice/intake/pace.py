@@ -12,6 +12,7 @@ projection and the stretch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -64,7 +65,8 @@ def project(
     that is not positive, a reset in the past or more than a window away, a
     ``used`` above the limit's tenfold — no projection.
     """
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (limit, used, reset, observed_at)):
+    numbers = (limit, used, reset, observed_at)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in numbers):
         return None
     if limit <= 0 or used < 0 or used > 10 * limit or reset <= now or reset - now > WINDOW + 300:
         return None
