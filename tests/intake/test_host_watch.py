@@ -397,3 +397,55 @@ def test_a_stuck_watch_leaves_every_clone_its_own_round(host_factory, github) ->
         assert n in host.entries("o/r1")
     finally:
         stuck.release()
+
+
+def test_the_process_running_the_watch_dying_mid_tick_leaves_the_tick_to_whoever_comes_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from git_sluice.clock import FileClock
+    from git_sluice.double.testing import running_double
+
+    clock_file = tmp_path / "clock"
+    clock = FileClock(clock_file, start=1_800_000_000.0)
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    with running_double(clock=clock, repos=("o/r1", "o/r2")) as (gh, server):
+        ours = ready_pr(gh, "o/r1", "feat")
+        theirs = ready_pr(gh, "o/r2", "feat")
+        driven = make_clone(tmp_path / "c1", api=server.url, repository="o/r1")
+        other = make_clone(tmp_path / "c2", api=server.url, repository="o/r2")
+        with open_session(driven, clock=clock) as s:
+            assert s.forge.pool  # learnt once for the host: the subprocess's first call is the watch's
+        with open_session(other, clock=clock) as s:
+            run_rounds(s)  # o/r2's clone takes its base in: the watch knows of it from now on
+        gh.fault("hang", path=r"^GET /repos/o/r2/pulls\?", seconds=60)
+        env = dict(os.environ, GIT_SLUICE_TEST_CLOCK=str(clock_file))
+        start = gh.mark()
+        proc = subprocess.Popen([sys.executable, "-m", "git_sluice", "drive"], cwd=driven, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while gh.requests(since=start, path=r"^/repos/o/r2/pulls\?") == 0 and time.monotonic() < deadline:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.05)
+            assert gh.requests(since=start, path=r"^/repos/o/r2/pulls\?") == 1  # mid-tick: o/r1 asked, o/r2 on the wire
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            gh.clear_faults()
+        assert not list((host_state_dir() / "watch").glob("*/answers.json"))  # nothing half-written
+        mark = gh.mark()
+        with open_session(driven, clock=clock) as session:
+            state = drive(session, max_ticks=1, let_go=False)  # whoever comes next: the lock is free
+        assert [r.outcome for r in state.rounds] == ["taken-in"]
+        lists = {c.path.split("/pulls")[0]: c.status for c in gh.calls(since=mark, path=r"/pulls\?")}
+        assert lists == {"/repos/o/r1": 304, "/repos/o/r2": 200}  # the dead tick's answer is kept: a 304
+        assert ours in QueueStore(Path(driven) / ".git" / "sluice").load("main").entries
+        doc = json.loads(next((host_state_dir() / "watch").glob("*/answers.json")).read_text())
+        assert doc["tick"] == 1 and sorted(doc["repos"]) == ["o/r1", "o/r2"]
+        assert [i["number"] for i in doc["repos"]["o/r2"]["bases"]["main"]["items"]] == [theirs]
