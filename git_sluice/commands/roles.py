@@ -120,6 +120,7 @@ def drive(
                     state.rounds.append(report)
                     if report.outcome in ("taken-in", "deferred"):
                         say(report.summary())
+            tick_watch(session, chosen)  # the heads these rounds queued as waiting: their baseline now
             if max_ticks is not None and state.ticks >= max_ticks:
                 break
             _sleep_until(session, next_wake(session, watch, started, tick), stopper)

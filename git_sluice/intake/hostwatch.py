@@ -169,29 +169,45 @@ class HostWatch:
         finally:
             lock.release()
 
-    def _joining(self, doc: Mapping[str, Any]) -> dict[str, set[str]]:
-        """Bases registered since the last tick: asked now, so a clone joining mid-interval asks no list itself."""
+    def _joining(self, doc: Mapping[str, Any]) -> dict[str, tuple[set[str], list[HeadInterest]]]:
+        """What was registered since the last tick: bases not asked in it, REST heads it never saw.
+
+        Asked at once, completing that tick: a clone joining mid-interval asks
+        no list itself, and a head a round just queued as waiting gets its
+        checks' baseline now, so the next tick's probe is a free 304.
+        """
         tick = doc.get("tick")
         if not isinstance(tick, int):
             return {}
         interests, _ = self.registry.interests(self.group, self.clock.time())
         repos = doc.get("repos") if isinstance(doc.get("repos"), dict) else {}
-        out: dict[str, set[str]] = {}
+        heads = doc.get("heads") if isinstance(doc.get("heads"), dict) else {}
+        out: dict[str, tuple[set[str], list[HeadInterest]]] = {}
         for repository, interest in interests.items():
             record = repos.get(repository) if isinstance(repos.get(repository), dict) else {}
             bases = record.get("bases") if isinstance(record.get("bases"), dict) else {}
-            for base in interest.bases:
-                part = bases.get(base)
-                if not isinstance(part, dict) or part.get("asked_tick") != tick:
-                    out.setdefault(repository, set()).add(base)
+            new_bases = {
+                b for b in interest.bases
+                if not isinstance(bases.get(b), dict) or bases[b].get("asked_tick") != tick
+            }
+            new_heads = [] if record.get("mode") == "graphql" else [
+                h for h in interest.heads.values()
+                if h.base in interest.bases and f"{repository} {h.sha}" not in heads
+            ]
+            if new_bases or new_heads:
+                out[repository] = (new_bases, sorted(new_heads, key=lambda h: (h.base, h.number)))
         return out
 
-    def _join(self, doc: dict[str, Any], joining: Mapping[str, set[str]], now: float) -> TickReport:
-        """The last tick, completed for the bases that joined since (their baseline lists, by REST)."""
+    def _join(
+        self, doc: dict[str, Any], joining: Mapping[str, tuple[set[str], list[HeadInterest]]], now: float
+    ) -> TickReport:
+        """The last tick, completed for what joined since (baseline lists by REST, new heads' checks)."""
         tick = int(doc["tick"])
         report = TickReport(tick)
         repos = dict(doc.get("repos") or {})
-        for repository, bases in sorted(joining.items()):
+        heads = dict(doc.get("heads") or {})
+        interval = float(doc["interval"]) if isinstance(doc.get("interval"), (int, float)) else self.discovery
+        for repository, (bases, new_heads) in sorted(joining.items()):
             old = repos.get(repository) if isinstance(repos.get(repository), dict) else {}
             record = dict(old)
             record["bases"] = dict(old.get("bases") or {}) if isinstance(old.get("bases"), dict) else {}
@@ -202,11 +218,15 @@ class HostWatch:
                     report.rest_lists += 1
                     part = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
                     _store_base(record, base, items, {i.number: True for i in items}, part, tick)
+                for head in new_heads:
+                    rec = self._probe_head(repository, head, w.HeadRecord(), record, tick, now, interval)
+                    heads[f"{repository} {head.sha}"] = _head_json(rec)
+                    report.heads_asked += 1
             except (SluiceError, ValueError) as exc:
                 report.errors[repository] = str(exc)
                 continue
             repos[repository] = record
-        self.answers.write({**doc, "repos": repos})
+        self.answers.write({**doc, "repos": repos, "heads": heads})
         return report
 
     def _wait_for_other(self, wait: float) -> None:
