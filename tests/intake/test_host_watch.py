@@ -174,6 +174,28 @@ def test_a_quiet_host_costs_nothing_and_the_clones_ask_no_list_of_their_own(host
     assert host.entries("o/r3")[waiting].state == "waiting"
 
 
+def test_ticks_follow_the_hosts_clock_with_a_stable_jitter_and_the_driver_sleeps_until_the_next(
+    host_factory, github
+) -> None:
+    from git_sluice.commands.watching import next_wake
+    from git_sluice.intake.watch import phase_of
+
+    ready_pr(github.gh, "o/r1", "feat")
+    host = host_factory(("o/r1",))
+    host.tick()
+    doc = answers(host)
+    phase = phase_of("host-a", 60.0)
+    slots = (doc["next_at"] - phase) / 60.0
+    assert abs(slots - round(slots)) < 1e-6 and doc["ticked_at"] < doc["next_at"] <= doc["ticked_at"] + 60
+    assert phase_of("host-b", 60.0) != phase  # another host ticks in another second
+    session = host.sessions["o/r1"]
+    now = github.clock.time()
+    assert next_wake(session, session.watch, now, 60.0) == doc["next_at"]  # not now + 60
+    github.clock.advance(25)  # a round in between (a hook's) moves nothing: the same next tick
+    run_rounds(session, reason="push")
+    assert next_wake(session, session.watch, github.clock.time(), 60.0) == doc["next_at"]
+
+
 def test_a_check_finishing_is_seen_by_the_watch_and_read_by_its_clone(host_factory, github) -> None:
     gh = github.gh
     n = pending_pr(gh, "o/r1", "slow")
