@@ -110,7 +110,9 @@ def drive(
                     held.discard(branch)
                     if was or state.ticks == 1:
                         say(f"{branch}: {view.describe()}")
-            watch = tick_watch(session, chosen)
+            # the host watch watches what this host takes in, not a branch another host holds
+            taken = [b for b in chosen if b not in views or views[b].takes_in]
+            watch = tick_watch(session, taken)
             for branch in chosen:
                 rev = session.repo.ref(f"refs/remotes/{session.settings.remote}/{branch}")
                 moved = branch in revs and revs[branch] != rev
@@ -120,7 +122,7 @@ def drive(
                     state.rounds.append(report)
                     if report.outcome in ("taken-in", "deferred"):
                         say(report.summary())
-            tick_watch(session, chosen)  # the heads these rounds queued as waiting: their baseline now
+            tick_watch(session, taken)  # the heads these rounds queued as waiting: their baseline now
             if max_ticks is not None and state.ticks >= max_ticks:
                 break
             _sleep_until(session, next_wake(session, watch, started, tick), stopper)

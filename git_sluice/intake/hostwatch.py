@@ -117,9 +117,10 @@ class HostWatch:
 
     # ------------------------------------------------------------ the clone's side
     def register(self, bases: Iterable[str]) -> None:
+        """What this clone takes in now (a driver's branches whose lease it may take in): exactly these bases."""
         self.registry.note(
             self.clone, repository=self.repository, group=self.group, discovery=self.discovery,
-            now=self.clock.time(), bases=bases,
+            now=self.clock.time(), bases=bases, exact=True,
         )
 
     def record(self, base: str, entries: Mapping[int, Entry]) -> None:

@@ -75,9 +75,12 @@ class Registry:
 
     def note(
         self, clone: str, *, repository: str, group: str, discovery: float, now: float,
-        bases: Iterable[str] = (), heads: Mapping[str, list[dict[str, Any]]] | None = None,
+        bases: Iterable[str] = (), heads: Mapping[str, list[dict[str, Any]]] | None = None, exact: bool = False,
     ) -> None:
-        """Say this clone takes ``bases`` of ``repository`` in, and (per base, when given) the heads it waits on."""
+        """Say this clone takes ``bases`` of ``repository`` in, and (per base, when given) the heads it waits on.
+
+        ``exact``: ``bases`` is all it takes in (a driver's word after reading its leases), not more of them.
+        """
         with self.doc.update() as data:
             entry = self._entry(data, clone)
             if entry.get("repository") != repository or entry.get("group") != group:
@@ -86,7 +89,9 @@ class Registry:
             old_heads = entry.get("heads") if isinstance(entry.get("heads"), dict) else {}
             entry.update({
                 "repository": repository, "group": group, "discovery": float(discovery), "seen_at": now,
-                "bases": sorted({b for b in old_bases if isinstance(b, str)} | set(bases) | set(heads or {})),
+                "bases": sorted(
+                    (set() if exact else {b for b in old_bases if isinstance(b, str)}) | set(bases) | set(heads or {})
+                ),
                 "heads": {**old_heads, **{b: list(h)[:MAX_HEADS] for b, h in (heads or {}).items()}},
             })
             self._forget(data, now)
