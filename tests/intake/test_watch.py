@@ -205,3 +205,27 @@ def test_pace_never_trusts_headers_that_say_too_little(limit: Any, used: Any, re
     if found is not None:
         assert 0 < found.limit and 0 <= found.used <= 10 * found.limit and 0 < found.reset <= pacing.WINDOW + 300
         assert 1.0 <= found.stretch <= pacing.MAX_STRETCH
+
+
+# ------------------------------------------------------------ the registry
+
+
+def test_the_registry_keeps_what_each_clone_takes_in_and_forgets_a_silent_clone(tmp_path) -> None:
+    from git_sluice.intake.watchstore import REGISTRY_FORGET, Registry
+
+    registry = Registry(tmp_path)
+    now = 1_800_000_000.0
+    registry.note("/c1", repository="o/r", group="g", discovery=60, now=now, bases=["main", "next"], exact=True)
+    head = {"number": 3, "sha": "a" * 40, "updated_at": "u", "checks_state": "PENDING"}
+    registry.note("/c1", repository="o/r", group="g", discovery=60, now=now, heads={"main": [head, {"sha": 1}]})
+    registry.note("/c2", repository="o/s", group="other", discovery=30, now=now, bases=["main"])
+    interests, interval = registry.interests("g", now)
+    assert sorted(interests) == ["o/r"] and interests["o/r"].bases == {"main", "next"}
+    assert [h.number for h in interests["o/r"].heads.values()] == [3]  # the garbage head is ignored
+    assert interval == 60
+    # a driver's word is exact: a branch another host now holds is no longer watched
+    registry.note("/c1", repository="o/r", group="g", discovery=60, now=now, bases=["main"], exact=True)
+    assert registry.interests("g", now)[0]["o/r"].bases == {"main"}
+    assert registry.interests("g", now + REGISTRY_FORGET + 1) == ({}, None)
+    registry.doc.path.write_text("[1, 2]")  # corrupt: discarded, nothing watched, nothing raised
+    assert registry.interests("g", now) == ({}, None)
