@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from ..errors import Interrupted
 from ..forge.auth import known_pool
 from ..forge.kept import KeptAnswers
 from ..intake.hostwatch import HostWatch
@@ -57,13 +58,15 @@ def watch_for(session: Session, *, ticking: bool = False) -> HostWatch | None:
 
 
 def tick_watch(session: Session, branches: Sequence[str]) -> HostWatch | None:
-    """A driver's part: say what it takes in, then tick the host watch if due (never raises)."""
+    """A driver's part: say what it takes in, then tick the host watch if due (raises only ``Interrupted``)."""
     watch = watch_for(session, ticking=True)
     if watch is None:
         return None
     try:
         watch.register(branches)
         watch.tick()
+    except Interrupted:
+        raise  # a stop request ends the tick, as it ends any wait on the road
     except Exception as exc:
         log.warning("the host watch could not tick (%s): rounds ask for themselves", exc)
     return watch

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import Clock
-from ..errors import SluiceError
+from ..errors import Interrupted, SluiceError
 from ..statefile import file_lock, try_acquire
 from . import pace as pacing
 from . import watch as w
@@ -223,6 +223,8 @@ class HostWatch:
                     rec = self._probe_head(repository, head, w.HeadRecord(), record, tick, now, interval)
                     heads[f"{repository} {head.sha}"] = _head_json(rec)
                     report.heads_asked += 1
+            except Interrupted:
+                raise
             except (SluiceError, ValueError) as exc:
                 report.errors[repository] = str(exc)
                 continue
@@ -262,6 +264,8 @@ class HostWatch:
             try:
                 self._rest_repo(repository, interests[repository], record, mode, heads_doc, new_heads, tick, now,
                                 interval, report)
+            except Interrupted:
+                raise
             except (SluiceError, ValueError) as exc:
                 report.errors[repository] = str(exc)
                 log.info("host watch: %s: %s", repository, exc)
@@ -269,6 +273,8 @@ class HostWatch:
             try:
                 self._graphql_repos(graphql_repos, interests, new_repos, heads_doc, new_heads, tick, now,
                                     interval, report)
+            except Interrupted:
+                raise
             except (SluiceError, ValueError) as exc:
                 for repository in graphql_repos:
                     report.errors[repository] = str(exc)
@@ -316,6 +322,8 @@ class HostWatch:
             try:
                 new_heads[key] = _head_json(self._probe_head(repository, head, rec, record, tick, now, interval))
                 report.heads_asked += 1
+            except Interrupted:
+                raise
             except (SluiceError, ValueError) as exc:
                 new_heads[key] = _head_json(rec)
                 log.info("host watch: %s %s: %s", repository, head.sha[:12], exc)
