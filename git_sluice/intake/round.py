@@ -4,7 +4,9 @@ The order is the product's rule (design §3 "round", §7):
 
 1. the lease as last fetched — another host's live mark means no call at all,
    and this host's entries for the branch are withdrawn, naming the holder;
-2. the discovery clock — within the interval, with nothing moved locally, no call;
+2. the host watch's answers, when fresh (:mod:`.hostwatch`): they stand for
+   steps 3 and 4, for the whole host at once; else the discovery clock —
+   within the interval, with nothing moved locally, no call;
 3. the conditional list of open requests (every page; a 304 costs nothing);
 4. cheap conditional GETs of the checks of requests still waiting on them
    (another system's check moves no ``updated_at``);
@@ -38,6 +40,9 @@ from .readings import needs_recheck, plan_readings
 log = logging.getLogger("git_sluice")
 
 LeaseReader = Callable[[str], LeaseView | None]
+
+OWN_LIST_REASONS = frozenset({"push", "opened"})
+"""Local movement the host watch's last tick cannot have seen: the round asks its own list at once."""
 
 ROUND_LOCK_TIMEOUT = 600.0
 """A round (not a document) is held for its whole run, GitHub's answers included, so it waits longer."""
@@ -125,8 +130,10 @@ class Intake:
             return report
 
     def _watched(self, branch: str, reason: str) -> BaseView | None:
-        """The host watch's fresh answer for this base; None: ask for ourselves (local movement, no watch)."""
-        if self.watch is None or reason in LOCAL_MOVEMENT_REASONS:
+        """The host watch's fresh answer for this base; None: ask for ourselves (no watch, or a push or an
+        opening from this host, which the watch's last tick cannot have seen). The base itself moving
+        needs no new list, only the re-reading of its requests' mergeability: the watch's list serves."""
+        if self.watch is None or reason in OWN_LIST_REASONS:
             return None
         return self.watch.view(branch)
 
