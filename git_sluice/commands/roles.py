@@ -23,6 +23,7 @@ from ..intake.round import Intake, RoundReport
 from .step import branch_refspecs, intake_for
 from ..remote.git import RemoteRefused, RemoteUnreachable
 from .session import Session, fetch_and_adopt
+from .watching import next_wake, tick_watch
 
 log = logging.getLogger("git_sluice")
 
@@ -109,6 +110,9 @@ def drive(
                     held.discard(branch)
                     if was or state.ticks == 1:
                         say(f"{branch}: {view.describe()}")
+            # the host watch watches what this host takes in, not a branch another host holds
+            taken = [b for b in chosen if b not in views or views[b].takes_in]
+            watch = tick_watch(session, taken)
             for branch in chosen:
                 rev = session.repo.ref(f"refs/remotes/{session.settings.remote}/{branch}")
                 moved = branch in revs and revs[branch] != rev
@@ -118,9 +122,10 @@ def drive(
                     state.rounds.append(report)
                     if report.outcome in ("taken-in", "deferred"):
                         say(report.summary())
+            tick_watch(session, taken)  # the heads these rounds queued as waiting: their baseline now
             if max_ticks is not None and state.ticks >= max_ticks:
                 break
-            _sleep_until(session, started + tick, stopper)
+            _sleep_until(session, next_wake(session, watch, started, tick), stopper)
     finally:
         if held and let_go:
             try:

@@ -512,6 +512,26 @@ def budget_check(line: BudgetLine, now: float) -> Check:
     return Check(name, "ok", text)
 
 
+def pace_checks(lines: Sequence[BudgetLine], now: float) -> list[Check]:
+    """The host watch's pace: a pool whose spend, projected to its reset, passes 80 % of the allowance.
+
+    From the ledger's rate headers only (what the host already read); the
+    watch stretches its tick up to 4× for it, and says so here before any
+    refusal could.
+    """
+    from ...intake.pace import paces
+
+    checks = []
+    for pace in paces((line for line in lines if line.source == "ledger" and line.this_repository is not False), now):
+        if pace.stretched:
+            checks.append(Check(
+                f"pace {pace.pool} {pace.resource}", "warn", pace.describe(),
+                "the host is spending its allowance faster than it lasts: look for what else spends it "
+                "(doctor's budget lines), or lengthen sluice.discovery",
+            ))
+    return checks
+
+
 def project(
     branches: Sequence[str],
     discovery: float,

@@ -44,6 +44,7 @@ from .checks import (
     ScratchTrial,
     access_check,
     budget_check,
+    pace_checks,
     config_checks,
     config_error_check,
     git_version_check,
@@ -371,7 +372,7 @@ def _budget_part(
         if advisory:
             lines = advisory + [line for line in lines if line.this_repository is False]
     diagnosis.budget = lines
-    checks = [budget_check(line, clock.time()) for line in lines]
+    checks = [budget_check(line, clock.time()) for line in lines] + pace_checks(lines, clock.time())
     if not lines:
         checks = [Check("budget", "ok", "nothing seen yet: no call made on this host")]
     if settings is not None:
