@@ -31,10 +31,16 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     from ..commands.roles import Stopper, drive
     from ..commands.session import open_session
 
+    from ..commands.step import unknown_branches
+
     setup_logging(verbose)
     stopper = Stopper()
     stopper.install()
     with open_session() as session:
+        unknown = unknown_branches(session, branches)
+        if unknown:
+            raise click.BadParameter(f"{', '.join(unknown)}: no such branch on {session.settings.remote}",
+                                     param_hint="-b/--branch")
         attach_log(session.repo.sluice_dir)
         drive(session, list(branches) or None, stopper=stopper, say=_say_line)
 
