@@ -25,12 +25,14 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     The long-lived role, usually run as a service (contrib/systemd,
     contrib/launchd). Renews its lease every third of the lease length, takes
     over a wait's lease at once and a lapsed one after a full lease by its own
-    observation, and lets go on SIGINT / SIGTERM. Exit 0 when stopped.
+    observation, and lets go on SIGINT / SIGTERM. Exit 0 when stopped; 2 when
+    another driver already runs in this clone (named by its pid).
     """
     from ..logfile import attach_log
     from ..commands.roles import Stopper, drive
     from ..commands.session import open_session
 
+    from ..commands.driverlock import DriverLock
     from ..commands.step import unknown_branches
 
     setup_logging(verbose)
@@ -41,8 +43,9 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
         if unknown:
             raise click.BadParameter(f"{', '.join(unknown)}: no such branch on {session.settings.remote}",
                                      param_hint="-b/--branch")
-        attach_log(session.repo.sluice_dir)
-        drive(session, list(branches) or None, stopper=stopper, say=_say_line)
+        with DriverLock(session.repo.sluice_dir):  # before any lease is touched: one driver per clone
+            attach_log(session.repo.sluice_dir)
+            drive(session, list(branches) or None, stopper=stopper, say=_say_line)
 
 
 @main.command("wait")
