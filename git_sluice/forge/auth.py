@@ -9,8 +9,10 @@ installation token that lives in memory only and is renewed before it expires.
 The **pool id** is what every host calls the allowance, in refs and output: a
 short hash of the API host and the installation (App) or the user id (learned
 once per token with ``GET /user`` and remembered in the host state dir under
-the token's hash, never the token). Where neither can be learned it is a hash
-of the token's own hash, so it still names the allowance and reveals nothing.
+the token's hash, never the token). ``GET /user`` is never asked while a
+pause stands on the API host (forge/poolguard.py: an unknown pool obeys every
+pause there); where it cannot be learned the calls go under a provisional
+pool, a hash of the token's own hash, so it still reveals nothing.
 """
 
 from __future__ import annotations
@@ -110,6 +112,10 @@ class StaticToken:
     def known_pool_id(self) -> str | None:
         return self.resolver.known(self.value)
 
+    def provisional_pool_id(self) -> str:
+        """The name this token's calls go under while its user is not known (never remembered)."""
+        return pool_id(api_host(self.api), "token", token_digest(self.value))
+
     def __repr__(self) -> str:  # never show the token, not even in a debugger or a crash trace
         return f"StaticToken(source={self.source!r})"
 
@@ -136,7 +142,7 @@ class UserPoolResolver:
             user_id = self._ask_user(token)
             host = api_host(self.api)
             if user_id is None:
-                # not learnable now (GitHub down, limited): name it by the token's hash, for this process only
+                # not learnable now (GitHub down, limited): a provisional name, for this process only
                 return pool_id(host, "token", digest)
             pid = pool_id(host, "user", user_id)
             self._cache[digest] = pid
@@ -160,12 +166,18 @@ class UserPoolResolver:
                     headers={"Authorization": f"token {token}", "Accept": "application/vnd.github+json"},
                 )
             if answer.status_code != 200:
-                log.warning("GET /user answered %s: pool named by the token's hash for now", answer.status_code)
+                log.warning(
+                    "GitHub answered %s to GET /user: this token's allowance is not known yet; "
+                    "its calls obey every pause on %s until it is", answer.status_code, api_host(self.api),
+                )
                 return None
             ident = answer.json().get("id")
             return str(ident) if ident is not None else None
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
-            log.warning("GET /user failed (%s): pool named by the token's hash for now", type(exc).__name__)
+            log.warning(
+                "GET /user failed (%s): this token's allowance is not known yet; "
+                "its calls obey every pause on %s until it is", type(exc).__name__, api_host(self.api),
+            )
             return None
 
     def _load(self) -> dict[str, object]:

@@ -35,12 +35,13 @@ from .. import __version__
 from ..clock import Clock
 from ..errors import CredentialsRefused, ForeignURL, ForgeAnswered, ForgeError, ForgeUnavailable
 from . import origins, rules
-from .auth import Credentials
+from .auth import Credentials, api_host, known_pool
 from .flight import SingleFlight
 from .hoststore import HostStore
 from .kept import KeptAnswers, address_of
 from .ledger import Ledger
 from .memory import FailureMemory
+from .poolguard import PoolHosts, Standing, choose
 from .permits import Admission, HostGate, PauseListener, ProbeClaim, ProbeListener, WaitListener
 from .revalidate import Revalidate
 from .road import CALL, COST, COUNTED, FROM_CACHE, SHARED, VERDICT, Call, Stats, Waits
@@ -118,8 +119,10 @@ class Forge:
         timeout: float = 30.0,
         permit_deadline: float = 60.0,
         cancel: threading.Event | None = None,
+        pool_hosts: PoolHosts | None = None,
     ) -> None:
         self.api = api.rstrip("/")
+        self.pool_hosts = pool_hosts
         self.graphql_url = graphql_url
         self.credentials = credentials
         self.store = store
@@ -151,7 +154,7 @@ class Forge:
         road: httpx.BaseTransport = Deadline(wire, self.clock, self.waits, timeout=self.timeout)
         road = Authorize(road, self.credentials.token, (self.api, self.graphql_url))
         road = Ledger(road, self.store, self.clock, self.stats)
-        road = HostGate(road, admission, lambda: self.pool, self.stats, on_pause=on_pause, on_probed=on_probed)
+        road = HostGate(road, admission, self.pool_for, self.stats, on_pause=on_pause, on_probed=on_probed)
         road = Revalidate(road, self.kept, self.clock, self.stats)
         road = FailureMemory(road, self.kept, self.clock, self.stats)
         return SingleFlight(road, self.kept, self.clock, self.stats, self.waits)
@@ -168,7 +171,25 @@ class Forge:
     # -- public ------------------------------------------------------------
     @property
     def pool(self) -> str:
-        return self.credentials.pool_id()
+        return self.pool_for("core")
+
+    def pool_for(self, resource: str) -> str:
+        """The pool a call of ``resource`` spends; never asks GitHub while a pause stands (forge/poolguard.py)."""
+        host = api_host(self.api)
+        known = known_pool(self.credentials)
+        provisional = getattr(self.credentials, "provisional_pool_id", None)
+        if known is None and callable(provisional):
+            standing = [Standing(p.pool, p.resource, p.until, p.observe_only) for p in self.store.pauses()]
+            hosts = self.pool_hosts
+            choice = choose(None, standing, resource, api_host=host,
+                            host_of=hosts.host_of if hosts is not None else (lambda _pool: None),
+                            provisional=str(provisional()))
+            if choice.pool is not None:
+                return choice.pool
+        pool = self.credentials.pool_id()
+        if self.pool_hosts is not None and known_pool(self.credentials) == pool:
+            self.pool_hosts.remember(pool, host)
+        return pool
 
     def url_for(self, path: str, params: Mapping[str, Any] | None = None) -> str:
         """The full URL of a path; a full URL only at sluice.api's or sluice.graphql's exact origin."""

@@ -73,7 +73,7 @@ class Admission:
 
 class HostGate(httpx.BaseTransport):
     def __init__(
-        self, inner: httpx.BaseTransport, admission: Admission, pool: Callable[[], str], stats: Stats,
+        self, inner: httpx.BaseTransport, admission: Admission, pool: Callable[[str], str], stats: Stats,
         *, on_pause: PauseListener | None = None, on_probed: ProbeListener | None = None,
     ) -> None:
         self.inner, self.admission, self.pool, self.stats = inner, admission, pool, stats
@@ -83,7 +83,8 @@ class HostGate(httpx.BaseTransport):
         call = call_of(request)
         resource = rules.resource_for(request.method, request.url.path)
         while True:
-            permit = self.admission.admit(self.pool(), resource, wait=call.wait, deadline=call.deadline)
+            # the pool per resource: a token whose pool is unknown goes under a standing pause's
+            permit = self.admission.admit(self.pool(resource), resource, wait=call.wait, deadline=call.deadline)
             request.extensions = {**request.extensions, PERMIT: permit}
             try:
                 response = self.inner.handle_request(request)
