@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 import httpx
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from git_sluice.errors import local_time
+from git_sluice.forge.tokencache import SharedTokens
 from tests.cliworld import cli_world
 
 
@@ -50,3 +57,91 @@ def test_with_the_allowance_spent_before_anything_ran_a_new_host_with_a_new_toke
         world.clock.set(reset + 1)
         done = b.run("api", "repos/o/r")
         assert done.returncode == 0, done.stderr
+
+
+# --------------------------------------------------------- point 2: one App token per host
+
+TOKEN_SHAPE = re.compile(rb"ghs_[A-Za-z0-9]{36}")
+
+
+def _app(world, tmp_path: Path) -> Path:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    key_file = tmp_path / "app.pem"
+    key_file.write_bytes(pem)
+    key_file.chmod(0o600)
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    world.gh.add_app(7, public)
+    world.gh.add_installation(7, 42, ["o/r"])
+    return key_file
+
+
+def _mints(gh, since: int = 0) -> int:
+    return len(gh.calls(since=since, method="POST", path=r"^/app/installations/42/access_tokens"))
+
+
+def _statuses(gh, since: int) -> list[int]:
+    return [c.status for c in gh.calls(since=since, method="GET", path=r"^/repos/o/r$")]
+
+
+def _scan_for_tokens(roots: list[Path], remote: Path) -> list[str]:
+    """Every place a token could have been written: files (any depth), the remote's objects, environments."""
+    found = []
+    for root in roots:
+        for path in root.rglob("*"):
+            try:
+                if path.is_file() and not path.is_symlink() and TOKEN_SHAPE.search(path.read_bytes()):
+                    found.append(str(path))
+            except OSError:
+                pass
+    objects = subprocess.run(["git", "-C", str(remote), "cat-file", "--batch-all-objects", "--batch"],
+                             capture_output=True, check=True).stdout
+    if TOKEN_SHAPE.search(objects):
+        found.append(f"{remote} objects")
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if TOKEN_SHAPE.search(environ.read_bytes()):
+                found.append(str(environ))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_github_app_host_mints_one_token_for_twenty_processes_keeps_it_nowhere_and_renews_it_once(
+    tmp_path: Path,
+) -> None:
+    with cli_world(tmp_path) as world:
+        key_file = _app(world, tmp_path)
+        host = world.host("host-a", token=None, **{"sluice.appId": "7", "sluice.appKeyFile": str(key_file),
+                                                   "sluice.installation": "42"})
+        gh = world.gh
+        started = time.time()
+        try:
+            mark = gh.mark()
+            for _ in range(20):
+                done = host.run("api", "repos/o/r")
+                assert done.returncode == 0, done.stderr
+            assert _mints(gh, mark) == 1
+            assert _statuses(gh, mark) == [200] + [304] * 19
+
+            # near the token's hour: renewed once, by the first process that needs it, not per process
+            world.clock.advance(3600 - 200)
+            mark = gh.mark()
+            for _ in range(3):
+                done = host.run("api", "repos/o/r")
+                assert done.returncode == 0, done.stderr
+            assert _mints(gh, mark) == 1
+            assert _statuses(gh, mark) == [200, 304, 304]  # ETags are per token: one 200 for the new one
+
+            leaks = _scan_for_tokens([tmp_path], tmp_path / "remote.git")
+            tmp = Path(tempfile.gettempdir())  # the temp dir itself: anything written there during the test
+            for path in tmp.iterdir():
+                try:
+                    if path.is_file() and path.stat().st_mtime >= started and TOKEN_SHAPE.search(path.read_bytes()):
+                        leaks.append(str(path))
+                except OSError:
+                    pass
+            assert leaks == []
+        finally:
+            SharedTokens(host.state / "git-sluice").stop()

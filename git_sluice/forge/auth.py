@@ -36,6 +36,7 @@ import httpx
 
 from ..clock import Clock
 from ..errors import SluiceError
+from .tokencache import SharedTokens
 
 log = logging.getLogger("git_sluice")
 
@@ -199,7 +200,13 @@ class UserPoolResolver:
 
 
 class AppInstallation:
-    """A GitHub App installation token, minted from a local JWT and held in memory only."""
+    """A GitHub App installation token, minted from a local JWT and held in memory only.
+
+    With ``shared`` (forge/tokencache.py) the host's processes share one token
+    in git's credential-cache daemon: a process takes the shared one while it
+    has more than ``RENEW_BEFORE`` to live, and the first to find it nearer its
+    end mints the next under the mint lock, for everyone.
+    """
 
     RENEW_BEFORE = 300.0  # seconds before expiry
 
@@ -212,8 +219,11 @@ class AppInstallation:
         installation: str,
         clock: Clock,
         transport: httpx.BaseTransport | None = None,
+        shared: SharedTokens | None = None,
     ) -> None:
         self.api = api.rstrip("/")
+        self.shared = shared
+        self.minted = 0  # tokens this process minted (tests, -v)
         self.app_id = app_id
         self.key_file = key_file
         self.installation = installation
@@ -250,12 +260,35 @@ class AppInstallation:
                 f"sluice.appKeyFile={self.key_file}: not a usable RSA private key (PEM) ({type(exc).__name__})"
             ) from None
 
+    def _fresh(self, expires_at: float) -> bool:
+        return self.clock.time() < expires_at - self.RENEW_BEFORE
+
     def token(self) -> str:
         with self._lock:
-            if self._token is None or self.clock.time() >= self._expires_at - self.RENEW_BEFORE:
+            if self._token is not None and self._fresh(self._expires_at):
+                return self._token
+            if self.shared is None:
                 self._mint()
+            else:
+                key = SharedTokens.key(api_host(self.api), str(self.app_id), str(self.installation))
+                with self.shared.minting(key):
+                    got = self.shared.get(key)
+                    if got is not None and self._fresh(got.expires_at):
+                        self._token, self._expires_at = got.token, got.expires_at
+                        log.info("GitHub App %s: the host's installation token, shared", self.app_id)
+                    else:
+                        self._mint()
+                        assert self._token is not None
+                        self.shared.put(key, self._token, self._expires_at)
             assert self._token is not None
             return self._token
+
+    def refused(self) -> None:
+        """GitHub said 401 to the token: forget it here and on the host, so the next call mints anew."""
+        with self._lock:
+            self._token, self._expires_at = None, 0.0
+            if self.shared is not None:
+                self.shared.forget(SharedTokens.key(api_host(self.api), str(self.app_id), str(self.installation)))
 
     def _mint(self) -> None:
         url = f"{self.api}/app/installations/{self.installation}/access_tokens"
@@ -278,6 +311,8 @@ class AppInstallation:
             )
         data = answer.json()
         self._token = str(data["token"])
+        self.minted += 1
+        log.info("GitHub App %s: minted an installation token for installation %s", self.app_id, self.installation)
         try:
             self._expires_at = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00")).timestamp()
         except (KeyError, ValueError):
@@ -361,7 +396,8 @@ def credentials_from_settings(
         if not app_key_file or not installation:
             raise NoCredentials("sluice.appId is set: also set sluice.appKeyFile and sluice.installation")
         return AppInstallation(
-            api=api, app_id=app_id, key_file=app_key_file, installation=installation, clock=clock, transport=transport
+            api=api, app_id=app_id, key_file=app_key_file, installation=installation, clock=clock, transport=transport,
+            shared=SharedTokens(state_dir),
         )
     found = find_token(api)
     if found is None:
