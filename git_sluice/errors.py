@@ -14,7 +14,7 @@ every message says what happened and what a person can do about it.
     ├── ForgeError                     GitHub could not give an answer to use
     │   ├── ForgeUnavailable           the address failed; not asked again until ``until``
     │   ├── ForgeAnswered              GitHub answered with an error (404, 422, a permission 403)
-    │   │   └── CredentialsRefused     401: the token or the App is not accepted
+    │   │   └── CredentialsRefused  2  401: the token or the App is not accepted (names where it came from)
     │   ├── AllowanceSpent          3  the allowance of (pool, resource) is spent until ``until``
     │   ├── ForeignURL                 a URL outside sluice.api / sluice.graphql: no token goes there
     │   └── CallTimedOut            4  the caller's own deadline ran out (before the wire, or before the answer)
@@ -121,13 +121,27 @@ class ForgeAnswered(ForgeError):
 
 
 class CredentialsRefused(ForgeAnswered):
-    """401: the credentials are wrong, not the call; asking again cannot help."""
+    """401: the credentials are wrong, not the call; asking again cannot help (exit 2, like bad config).
+
+    ``source`` says where the token came from (``GH_TOKEN``, ``git credential
+    (github.com)``, ``gh auth token``, the App), so the message says what to fix.
+    """
+
+    exit_code = 2
+
+    def __init__(self, status: int, address: str, message: str, source: str | None = None) -> None:
+        self.source = source
+        super().__init__(status, address, message)
 
     def _describe(self) -> str:
-        return (
-            f"GitHub refused the credentials ({self.status}) for {self.address}: {self.message}; check the "
-            "token (GH_TOKEN, GITHUB_TOKEN, `gh auth status`) or the App's key and installation"
-        )
+        said = f"{self.status} {self.message}".strip() if self.message and self.message != "error" else str(self.status)
+        if self.source is None:
+            where = "the token (GH_TOKEN, GITHUB_TOKEN, `git credential`, `gh auth token`) or the App's key and installation"
+        elif self.source.startswith("GitHub App"):
+            where = f"the {self.source} (sluice.appId, sluice.appKeyFile, sluice.installation)"
+        else:
+            where = f"the token from {self.source}: it is invalid, expired or revoked; replace it"
+        return f"GitHub refused the credentials ({said}); check {where} (`git sluice doctor` checks them)"
 
 
 class AllowanceSpent(ForgeError):

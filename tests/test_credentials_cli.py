@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import tempfile
 import time
@@ -145,3 +146,44 @@ def test_a_github_app_host_mints_one_token_for_twenty_processes_keeps_it_nowhere
             assert leaks == []
         finally:
             SharedTokens(host.state / "git-sluice").stop()
+
+
+# --------------------------------------------------------- point 3: a token GitHub refuses
+
+
+def test_one_shot_commands_with_a_refused_token_exit_2_naming_where_the_token_came_from(tmp_path: Path) -> None:
+    with cli_world(tmp_path) as world:
+        host = world.host("host-a", token="tok-revoked")
+        for args in (("intake",), ("wait", "1", "--timeout", "1m"), ("api", "repos/o/r")):
+            done = host.run(*args)
+            assert done.returncode == 2, (args, done.stderr)
+            assert "GH_TOKEN" in done.stderr and "refused" in done.stderr, done.stderr
+            assert "http://" not in done.stderr, done.stderr  # no raw URL: what to fix, not where it failed
+
+
+def test_a_driver_with_a_refused_token_lets_go_backs_off_and_a_good_host_takes_the_branch_in(
+    tmp_path: Path,
+) -> None:
+    with cli_world(tmp_path) as world:
+        bad = world.host("host-bad", token="tok-revoked")
+        good = world.host("host-good", token="tok-alice")
+        start = world.clock.time()
+        proc = bad.popen("drive")
+        try:
+            deadline = time.monotonic() + 120
+            while world.clock.time() < start + 3600 and proc.poll() is None:
+                assert time.monotonic() < deadline, "the driver did not get through an hour"
+                time.sleep(0.05)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert "GH_TOKEN" in err and "asking GitHub nothing until" in err, err
+        refused = [c for c in world.gh.ledger if c.status == 401]
+        # backed off 60 s, 2 min, 4 min, 8 min, then 15 min: a handful in an hour, not one or two a minute
+        assert 2 <= len(refused) <= 10, [round(c.time - start) for c in refused]
+        # it let go: no mark of the bad host stands, so a host with a good token takes the branch in
+        assert good.git("ls-remote", "origin", "refs/sluice/intake/main") == ""
+        done = good.run("intake")
+        assert done.returncode == 0, done.stderr
+        assert "taken in" in done.stdout or "open" in done.stdout, done.stdout

@@ -15,14 +15,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AllowanceSpent, SluiceError, TimedOut
+from ..errors import AllowanceSpent, CredentialsRefused, SluiceError, TimedOut, local_time
 from ..forge.client import ForgeError, ForgeUnavailable
 from ..intake import graphql as gq
 from ..intake.queue import derive_state
 from ..intake.round import RoundReport
 from .step import branch_refspecs, intake_for
 from ..remote.git import RemoteRefused, RemoteUnreachable
-from .session import Session, fetch_and_adopt
+from .refusal import Refusal
+from .session import Session, fetch_and_adopt, reread_credentials
 
 log = logging.getLogger("git_sluice")
 
@@ -89,10 +90,20 @@ def drive(
     tick = max(1.0, min(session.settings.discovery, session.settings.lease / 3))
     revs: dict[str, str | None] = {}
     held: set[str] = set()
+    refusal = Refusal()
     try:
         while not stopper.stopped:
             state.ticks += 1
             started = session.clock.time()
+            if refusal.holding_off(started):  # refused credentials: no call, no lease, until the back-off ends
+                if max_ticks is not None and state.ticks >= max_ticks:
+                    break
+                _sleep_until(session, min(started + tick, refusal.until or started), stopper)
+                continue
+            if refusal.due(started):
+                reread_credentials(session)
+                refusal.retried()
+                say("reading the credentials again and trying once")
             fetch_and_adopt(session, *branch_refspecs(session, chosen))
             try:
                 views = keeper.ensure(chosen, fetch=False)
@@ -109,26 +120,39 @@ def drive(
                     held.discard(branch)
                     if was or state.ticks == 1:
                         say(f"{branch}: {view.describe()}")
-            for branch in chosen:
-                rev = session.repo.ref(f"refs/remotes/{session.settings.remote}/{branch}")
-                moved = branch in revs and revs[branch] != rev
-                revs[branch] = rev
-                report = _driver_round(session, intake, branch, "moved" if moved else "discovery", state, say)
-                if report is not None:
-                    state.rounds.append(report)
-                    if report.outcome in ("taken-in", "deferred"):
-                        say(report.summary())
+            try:
+                for branch in chosen:
+                    rev = session.repo.ref(f"refs/remotes/{session.settings.remote}/{branch}")
+                    moved = branch in revs and revs[branch] != rev
+                    revs[branch] = rev
+                    report = _driver_round(session, intake, branch, "moved" if moved else "discovery", state, say)
+                    if report is not None:
+                        state.rounds.append(report)
+                        refusal.accepted()
+                        if report.outcome in ("taken-in", "deferred"):
+                            say(report.summary())
+            except CredentialsRefused as exc:
+                until = refusal.refused(session.clock.time())
+                say(f"{exc}; asking GitHub nothing until {local_time(until)}, then reading the credentials again")
+                if held:
+                    _let_go(keeper, held, say)
             if max_ticks is not None and state.ticks >= max_ticks:
                 break
             _sleep_until(session, started + tick, stopper)
     finally:
         if held and let_go:
-            try:
-                keeper.release(sorted(held))
-                say("let go of the lease of " + ", ".join(sorted(held)))
-            except SluiceError as exc:
-                log.warning("could not let go of the lease: %s", exc)
+            _let_go(keeper, held, say)
     return state
+
+
+def _let_go(keeper: Any, held: set[str], say: Say) -> None:
+    """Delete this driver's own marks (never another's: the keeper deletes only what it wrote)."""
+    try:
+        keeper.release(sorted(held))
+        say("let go of the lease of " + ", ".join(sorted(held)))
+        held.clear()
+    except SluiceError as exc:
+        log.warning("could not let go of the lease: %s", exc)
 
 
 def _driver_round(session: Session, intake: Any, branch: str, reason: str, state: DriverState, say: Say) -> RoundReport | None:
@@ -136,6 +160,8 @@ def _driver_round(session: Session, intake: Any, branch: str, reason: str, state
         report: RoundReport = intake.round(branch, reason=reason)
         state.paused_said.clear()
         return report
+    except CredentialsRefused:
+        raise  # the driver's business: let go of the lease, back off, read the credentials again
     except AllowanceSpent as exc:
         key = (exc.pool, exc.resource)
         if key not in state.paused_said:

@@ -234,3 +234,25 @@ def fetch_and_adopt(session: Session, *extra_refspecs: str) -> str | None:
         log.warning("could not fetch refs/sluice/* from %s: %s", session.settings.remote, exc)
     adopt_notes(session)
     return error
+
+
+def reread_credentials(session: Session) -> None:
+    """Read the credentials again (after GitHub refused them): a replaced token is used from now on.
+
+    The forge asks its credentials at every call, so swapping them is enough;
+    a source that no longer yields any keeps the old ones (the next call says 401 again).
+    """
+    try:
+        fresh = credentials_from_settings(
+            api=session.settings.api,
+            app_id=session.settings.app_id,
+            app_key_file=session.settings.app_key_file,
+            installation=session.settings.installation,
+            state_dir=host_state_dir(),
+            clock=session.clock,
+        )
+    except Exception as exc:
+        log.warning("could not read the credentials again: %s", exc)
+        return
+    session.credentials = fresh
+    session.forge.set_credentials(fresh)

@@ -35,7 +35,7 @@ import filelock
 import httpx
 
 from ..clock import Clock
-from ..errors import SluiceError
+from ..errors import CredentialsRefused, SluiceError
 from .tokencache import SharedTokens
 
 log = logging.getLogger("git_sluice")
@@ -121,11 +121,16 @@ class StaticToken:
         return f"StaticToken(source={self.source!r})"
 
 
+_REFUSED = "\0refused"  # _ask_user's word for a 401: the credentials are wrong, asking again cannot help
+
+
 class UserPoolResolver:
     """Learns a token's user id once (``GET /user``) and remembers it under the token's hash."""
 
-    def __init__(self, api: str, state_dir: Path, *, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, api: str, state_dir: Path, *, transport: httpx.BaseTransport | None = None,
+                 source: str | None = None) -> None:
         self.api = api.rstrip("/")
+        self.source = source
         self.path = state_dir / "pools.json"
         self.transport = transport
         self._cache: dict[str, str] = {}
@@ -141,6 +146,8 @@ class UserPoolResolver:
                 self._cache[digest] = known
                 return known
             user_id = self._ask_user(token)
+            if user_id is _REFUSED:
+                raise CredentialsRefused(401, f"{self.api}/user", "Bad credentials", source=self.source)
             host = api_host(self.api)
             if user_id is None:
                 # not learnable now (GitHub down, limited): a provisional name, for this process only
@@ -160,12 +167,15 @@ class UserPoolResolver:
         return known if isinstance(known, str) else None
 
     def _ask_user(self, token: str) -> str | None:
+        """The user id, None when not learnable now, ``_REFUSED`` when GitHub refuses the token itself."""
         try:
             with httpx.Client(transport=self.transport, timeout=10.0) as client:
                 answer = client.get(
                     f"{self.api}/user",
                     headers={"Authorization": f"token {token}", "Accept": "application/vnd.github+json"},
                 )
+            if answer.status_code == 401:
+                return _REFUSED
             if answer.status_code != 200:
                 log.warning(
                     "GitHub answered %s to GET /user: this token's allowance is not known yet; "
@@ -407,4 +417,5 @@ def credentials_from_settings(
             "or configure a GitHub App (sluice.appId, sluice.appKeyFile, sluice.installation)"
         )
     token, source = found
-    return StaticToken(value=token, source=source, api=api, resolver=UserPoolResolver(api, state_dir, transport=transport))
+    return StaticToken(value=token, source=source, api=api,
+                       resolver=UserPoolResolver(api, state_dir, transport=transport, source=source))

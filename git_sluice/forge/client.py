@@ -66,6 +66,7 @@ class Answer:
     from_kept: bool = False
     shared: bool = False
     counted: bool = False
+    source: str | None = None  # where the credentials came from: named when GitHub refuses them (401)
 
     def json(self) -> Any:  # Any: GitHub's JSON, whatever the endpoint returns
         return jsonlib.loads(self.body) if self.body else None
@@ -83,8 +84,9 @@ class Answer:
                     message = str(data.get("message", ""))
             except ValueError:
                 message = self.body[:200].decode("utf-8", "replace")
-            error = CredentialsRefused if self.status == 401 else ForgeAnswered
-            raise error(self.status, self.url, message or "error")
+            if self.status == 401:
+                raise CredentialsRefused(self.status, self.url, message or "error", source=self.source)
+            raise ForgeAnswered(self.status, self.url, message or "error")
         return self
 
     def next_url(self) -> str | None:
@@ -152,7 +154,7 @@ class Forge:
     ) -> httpx.BaseTransport:
         """The layers, innermost first (the module docstring reads them outermost first)."""
         road: httpx.BaseTransport = Deadline(wire, self.clock, self.waits, timeout=self.timeout)
-        road = Authorize(road, self.credentials.token, (self.api, self.graphql_url))
+        road = Authorize(road, lambda: self.credentials.token(), (self.api, self.graphql_url))
         road = Ledger(road, self.store, self.clock, self.stats)
         road = HostGate(road, admission, self.pool_for, self.stats, on_pause=on_pause, on_probed=on_probed)
         road = Revalidate(road, self.kept, self.clock, self.stats)
@@ -169,6 +171,10 @@ class Forge:
         self.close()
 
     # -- public ------------------------------------------------------------
+    def set_credentials(self, credentials: Credentials) -> None:
+        """Use these credentials from the next call on (read again after a 401)."""
+        self.credentials = credentials
+
     @property
     def pool(self) -> str:
         return self.pool_for("core")
@@ -253,6 +259,10 @@ class Forge:
                 self.stats.points += int(marks.get(COST) or 0)
             else:
                 self.stats.counted += int(marks.get(COST) or 0)
+        if response.status_code == 401:
+            refused = getattr(self.credentials, "refused", None)
+            if callable(refused):
+                refused()  # an App forgets its token (here and on the host); the next call mints anew
         return Answer(
             response.status_code,
             {k.lower(): v for k, v in response.headers.items()},
@@ -261,4 +271,5 @@ class Forge:
             from_kept=bool(marks.get(FROM_CACHE)),
             shared=bool(marks.get(SHARED)),
             counted=counted,
+            source=getattr(self.credentials, "source", None),
         )
