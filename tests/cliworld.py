@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from git_sluice.clock import FileClock
+from git_sluice.clock import FileClock, SystemClock
 from git_sluice.double import GitHubDouble, serve
 from tests.gitutil import git, make_clone
 
@@ -49,8 +49,8 @@ class CliWorld:
     root: Path
     gh: GitHubDouble
     url: str
-    clock: FileClock
-    clock_file: Path
+    clock: FileClock | SystemClock
+    clock_file: Path | None
     hosts: dict[str, CliHost] = field(default_factory=dict)
 
     def host(self, name: str, token: str | None = "tok-alice", **config: str) -> CliHost:
@@ -60,8 +60,9 @@ class CliWorld:
         state = self.root / "state" / name
         state.mkdir(parents=True)
         env = {k: v for k, v in os.environ.items() if k not in ("GH_TOKEN", "GITHUB_TOKEN")}
-        env.update(XDG_STATE_HOME=str(state), GIT_SLUICE_TEST_CLOCK=str(self.clock_file),
-                   PATH=str(Path(SLUICE).parent) + os.pathsep + os.environ.get("PATH", ""))
+        env.update(XDG_STATE_HOME=str(state), PATH=str(Path(SLUICE).parent) + os.pathsep + os.environ.get("PATH", ""))
+        if self.clock_file is not None:
+            env["GIT_SLUICE_TEST_CLOCK"] = str(self.clock_file)
         if token is not None:
             env["GH_TOKEN"] = token
         host = CliHost(name, path, state, env)
@@ -70,9 +71,15 @@ class CliWorld:
 
 
 @contextmanager
-def cli_world(root: Path, *, clock_start: float = START) -> Iterator[CliWorld]:
-    clock_file = root / "clock"
-    clock = FileClock(clock_file, start=clock_start)
+def cli_world(root: Path, *, clock_start: float = START, real_clock: bool = False) -> Iterator[CliWorld]:
+    """``real_clock``: the double and the processes on the system clock (a pause that truly stands)."""
+    clock_file: Path | None = None
+    clock: FileClock | SystemClock
+    if real_clock:
+        clock = SystemClock()
+    else:
+        clock_file = root / "clock"
+        clock = FileClock(clock_file, start=clock_start)
     gh = GitHubDouble(clock=clock)
     gh.add_user("alice")
     gh.add_token("tok-alice", user="alice")

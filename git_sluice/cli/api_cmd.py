@@ -79,7 +79,11 @@ def api_command(
             raise click.UsageError("graphql needs -f query='…'")
         query = document
 
-    with Countdown() as countdown, open_session(need_branches=False, on_wait=countdown) as session:
+    from ..commands.stopper import Stopper
+
+    stopper = Stopper()  # SIGINT / SIGTERM end a wait within a second (exit 130), never a traceback
+    stopper.install()
+    with Countdown() as countdown, open_session(need_branches=False, on_wait=countdown, cancel=stopper.event) as session:
         deadline = session.clock.time() + timeout if timeout is not None else None
         answer = call_github(session, path, method=method, fields=fields, query=query, wait=wait, deadline=deadline)
     if include:

@@ -38,7 +38,7 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     setup_logging(verbose)
     stopper = Stopper()
     stopper.install()
-    with open_session() as session:
+    with open_session(cancel=stopper.event) as session:
         unknown = unknown_branches(session, branches)
         if unknown:
             raise click.BadParameter(f"{', '.join(unknown)}: no such branch on {session.settings.remote}",
@@ -46,6 +46,8 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
         with DriverLock(session.repo.sluice_dir):  # before any lease is touched: one driver per clone
             attach_log(session.repo.sluice_dir)
             drive(session, list(branches) or None, stopper=stopper, say=_say_line)
+    if stopper.stopped:
+        _say_line(f"stopped ({stopper.name})")
 
 
 @main.command("wait")
@@ -71,7 +73,7 @@ def wait_command(number: int, timeout: float | None, as_json: bool, verbose: boo
     stopper = Stopper()
     stopper.install()
 
-    with Countdown() as countdown, open_session(on_wait=countdown) as session:
+    with Countdown() as countdown, open_session(on_wait=countdown, cancel=stopper.event) as session:
         result = wait_for(session, number, timeout=timeout, stopper=stopper,
                           say=(lambda text: None) if as_json else click.echo)
     if as_json:

@@ -9,13 +9,11 @@ part of a round by (said once) while the local work goes on.
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AllowanceSpent, CredentialsRefused, SluiceError, TimedOut, local_time
+from ..errors import AllowanceSpent, CredentialsRefused, Interrupted, SluiceError, TimedOut, local_time
 from ..forge.client import ForgeError, ForgeUnavailable
 from ..intake import graphql as gq
 from ..intake.queue import derive_state
@@ -23,33 +21,12 @@ from ..intake.round import RoundReport
 from .step import branch_refspecs, intake_for
 from ..remote.git import RemoteRefused, RemoteUnreachable
 from .refusal import Refusal
+from .stopper import Stopper as Stopper
 from .session import Session, fetch_and_adopt, reread_credentials
 
 log = logging.getLogger("git_sluice")
 
 Say = Callable[[str], None]
-
-
-class Stopper:
-    """A stop flag set by SIGINT / SIGTERM (or a test), checked between short sleeps."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self.signal: int | None = None
-
-    def stop(self, signum: int | None = None) -> None:
-        self.signal = signum
-        self._event.set()
-
-    @property
-    def stopped(self) -> bool:
-        return self._event.is_set()
-
-    def install(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda s, _f: self.stop(s))
 
 
 def _sleep_until(session: Session, when: float, stopper: Stopper) -> None:
@@ -162,6 +139,8 @@ def _driver_round(session: Session, intake: Any, branch: str, reason: str, state
         return report
     except CredentialsRefused:
         raise  # the driver's business: let go of the lease, back off, read the credentials again
+    except Interrupted:
+        return None  # stopped mid-round: the loop sees the stop and lets go
     except AllowanceSpent as exc:
         key = (exc.pool, exc.resource)
         if key not in state.paused_said:
@@ -186,14 +165,18 @@ class WaitResult:
     history: list[str] = field(default_factory=list)
 
 
-def find_branch(session: Session, number: int) -> str:
-    """The base branch of request ``number``: from the queue, else GitHub's word (conditional)."""
+def find_branch(session: Session, number: int, deadline: float | None = None) -> str:
+    """The base branch of request ``number``: from the queue, else GitHub's word (conditional).
+
+    A wait waits here too: a pause (this host's, or another host's note) is waited out within
+    the wait's own timeout, not met with exit 3.
+    """
     intake, _ = intake_for(session, role="wait")
     for branch in intake.queue.branches():
         if number in intake.queue.load(branch).entries:
             return branch
     owner, name = session.owner_name
-    answer = session.forge.get(f"repos/{owner}/{name}/pulls/{number}").raise_for_status()
+    answer = session.forge.get(f"repos/{owner}/{name}/pulls/{number}", wait=True, deadline=deadline).raise_for_status()
     return str(answer.json()["base"]["ref"])
 
 
@@ -209,7 +192,8 @@ def wait_for(
     stopper = stopper or Stopper()
     clock = session.clock
     deadline = clock.time() + timeout if timeout is not None else None
-    branch = find_branch(session, number)
+    fetch_and_adopt(session)  # the pause notes first: another host's pause is waited out, not run into
+    branch = find_branch(session, number, deadline)
     intake, keeper = intake_for(session, role="wait")
     history: list[str] = []
     last_said: str | None = None
@@ -225,7 +209,7 @@ def wait_for(
     try:
         while True:
             if stopper.stopped:
-                raise TimedOut(f"wait for #{number} stopped")
+                raise Interrupted(f"wait for #{number} stopped ({stopper.name}); nothing more is asked")
             now = clock.time()
             if deadline is not None and now >= deadline:
                 raise TimedOut(f"#{number} reached no outcome within the timeout (last: {last_said or 'unknown'})")
@@ -257,6 +241,8 @@ def wait_for(
         if took:
             try:
                 keeper.release([branch])
+                if stopper.stopped:
+                    say(f"let go of the lease of {branch}")
             except SluiceError as exc:
                 log.warning("could not let go of the wait's lease: %s", exc)
 
