@@ -9,6 +9,8 @@ every message says what happened and what a person can do about it.
 
     SluiceError                     exit 1 unless the class says otherwise
     ├── ConfigError                 2  a setting is missing or malformed (names key and form)
+    │   ├── UnknownKey              2  a sluice.* key git-sluice does not know: "did you mean …?"
+    │   └── NoRemote                2  the clone has no git remote (`git remote add`)
     ├── UsageError                  2  the command was called wrongly
     │   └── NotARepository          2  started outside a git repository
     ├── ForgeError                     GitHub could not give an answer to use
@@ -70,6 +72,43 @@ class ConfigError(SluiceError):
         self.value = value
         self.accepted = accepted
         super().__init__(f"{key}={value!s}: expected {accepted}")
+
+
+class UnknownKey(ConfigError):
+    """A ``sluice.*`` key git-sluice does not know (a typo, most likely): the nearest known one, and how to remove it.
+
+    The value is never echoed: an unknown key is where a pasted token would land.
+    """
+
+    def __init__(self, key: str, known: "tuple[str, ...]", origin: str = "") -> None:
+        import difflib
+
+        self.suggestion = next(iter(difflib.get_close_matches(key.lower(), [k.lower() for k in known], n=1, cutoff=0.6)), None)
+        if self.suggestion is not None:
+            self.suggestion = next(k for k in known if k.lower() == self.suggestion)
+        scope = origin.split(" ", 1)[0] if origin else ""
+        flag = {"global": "--global ", "system": "--system ", "worktree": "--worktree "}.get(scope, "")
+        self.unset = f"git config {flag}--unset {key}"
+        self.key, self.value = key, "(value not shown)"
+        self.accepted = "one of the known keys: " + ", ".join(known)
+        hint = f"did you mean `{self.suggestion}`? " if self.suggestion else ""
+        where = f" (set in {origin})" if origin else ""
+        SluiceError.__init__(
+            self, f"{key} is not a git-sluice setting{where}: {hint}remove it with `{self.unset}` "
+            f"(known keys: {', '.join(known)})"
+        )
+
+
+class NoRemote(ConfigError):
+    """The clone has no git remote at all: the refs that coordinate the fleet need one."""
+
+    def __init__(self) -> None:
+        self.key, self.value = "sluice.remote", "origin"
+        self.accepted = "a configured git remote"
+        SluiceError.__init__(
+            self, "this clone has no git remote: add the one the team shares (`git remote add origin URL`); "
+            "git-sluice keeps its leases and pause notes there"
+        )
 
 
 class UsageError(SluiceError):

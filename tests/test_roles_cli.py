@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import threading
@@ -137,3 +138,23 @@ def test_every_long_running_command_stops_within_a_second_of_a_signal_while_paus
             assert proc.returncode == 130, said
             assert "stopped" in said, said
             assert took < 2.0, took
+
+
+def test_demo_keep_leaves_state_that_reads_right_on_the_real_clock(tmp_path: Path) -> None:
+    import re
+    import shutil
+
+    from tests.cliworld import SLUICE
+
+    done = subprocess.run([SLUICE, "demo", "--keep"], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    host_a = Path(re.search(r"cd (\S+) && git for-each-ref", done.stdout).group(1))
+    prefix = re.search(r"prefix them with HOME=(\S+) XDG_STATE_HOME=(\S+)\)", done.stdout)
+    try:
+        env = {**os.environ, "HOME": prefix.group(1), "XDG_STATE_HOME": prefix.group(2)}
+        queue = subprocess.run([SLUICE, "queue"], cwd=host_a, env=env, capture_output=True, text=True, timeout=60)
+        assert queue.returncode == 0, queue.stderr
+        assert " read in " not in queue.stdout and " ago" in queue.stdout, queue.stdout
+    finally:
+        shutil.rmtree(host_a.parent, ignore_errors=True)

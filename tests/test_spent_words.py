@@ -44,3 +44,19 @@ def test_graphql_rate_limited_with_points_left_pauses_until_reset_at(tmp_path: P
         finally:
             store.close()
         assert (pause.until, pause.how) == (reset, "reset")
+
+
+def test_a_throttle_met_in_observe_only_mode_reads_would_have_paused_not_rate_limited(tmp_path: Path) -> None:
+    import httpx
+
+    with cli_world(tmp_path) as world:
+        world.gh.add_token("tok-spender", user="alice")
+        world.gh.set_limit("user:alice", "core", 1)
+        assert httpx.get(f"{world.url}/repos/o/r", headers={"Authorization": "token tok-spender"}).status_code == 200
+        host = world.host("host-a", **{"sluice.enforce": "false"})
+        done = host.run("intake")
+        assert done.returncode == 1, done.stderr
+        assert "would have paused core until" in done.stderr and "rate-limited" not in done.stderr, done.stderr
+        status = host.run("status")
+        assert status.returncode == 0, status.stderr
+        assert "would have paused" in status.stdout and "rate-limited" not in status.stdout, status.stdout

@@ -37,7 +37,8 @@ def _fields(pairs: tuple[str, ...], typed: tuple[str, ...]) -> dict[str, object]
 
 @main.command("api")
 @click.argument("path")
-@click.option("-X", "--method", default="GET", show_default=True, help="HTTP method (REST).")
+@click.option("-X", "--method", default="GET", show_default=True, help="HTTP method (REST).",
+              metavar="METHOD", type=click.Choice(["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"], case_sensitive=False))
 @click.option("-f", "--field", "raw_fields", multiple=True, metavar="KEY=VALUE",
               help="A string parameter: a query parameter for GET, a JSON body field otherwise; "
               "for `graphql`, `query=` is the document and the rest are variables.")

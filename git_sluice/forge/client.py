@@ -23,6 +23,7 @@ before the next waiter takes its turn (else it would ask again at once).
 from __future__ import annotations
 
 import json as jsonlib
+import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -54,6 +55,23 @@ __all__ = [
 
 USER_AGENT = f"git-sluice/{__version__}"
 
+log = logging.getLogger("git_sluice")
+
+
+def _short(url: str, api: str) -> str:
+    """A call's URL as -v shows it: the path under sluice.api (never a token: none is in a URL)."""
+    return url[len(api):] or "/" if url.startswith(api) else url
+
+
+def _told(status: int, marks: Mapping[str, Any], counted: bool) -> str:
+    """What one call cost, for -v: shared, kept (304), or counted."""
+    if marks.get(SHARED):
+        return f"{status}, shared from another caller's call (no call)"
+    if marks.get(FROM_CACHE):
+        return "304, the kept answer (free)"
+    cost = int(marks.get(COST) or 0)
+    return f"{status}, {'counted' + (f' ({cost})' if cost > 1 else '') if counted else 'not counted'}"
+
 
 @dataclass
 class Answer:
@@ -67,6 +85,7 @@ class Answer:
     shared: bool = False
     counted: bool = False
     source: str | None = None  # where the credentials came from: named when GitHub refuses them (401)
+    observed: str | None = None  # observe-only: what enforcement would have done with this throttle
 
     def json(self) -> Any:  # Any: GitHub's JSON, whatever the endpoint returns
         return jsonlib.loads(self.body) if self.body else None
@@ -86,6 +105,8 @@ class Answer:
                 message = self.body[:200].decode("utf-8", "replace")
             if self.status == 401:
                 raise CredentialsRefused(self.status, self.url, message or "error", source=self.source)
+            if self.observed:
+                message = f"{message or 'error'}; {self.observed}"
             raise ForgeAnswered(self.status, self.url, message or "error")
         return self
 
@@ -191,6 +212,9 @@ class Forge:
                             host_of=hosts.host_of if hosts is not None else (lambda _pool: None),
                             provisional=str(provisional()))
             if choice.pool is not None:
+                log.debug("this token's pool is not known yet and a pause stands on %s: %s", host,
+                         f"the call goes under pool {choice.pool}'s pause" if choice.how == "paused"
+                         else "GET /user is not asked; the call goes under a provisional pool")
                 return choice.pool
         pool = self.credentials.pool_id()
         if self.pool_hosts is not None and known_pool(self.credentials) == pool:
@@ -259,6 +283,11 @@ class Forge:
                 self.stats.points += int(marks.get(COST) or 0)
             else:
                 self.stats.counted += int(marks.get(COST) or 0)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s: %s", method, _short(url, self.api), _told(response.status_code, marks, counted))
+        observed = None
+        if not self.enforce and isinstance(verdict, rules.Verdict) and verdict.kind == "throttle":
+            observed = self._observed(verdict)
         if response.status_code == 401:
             refused = getattr(self.credentials, "refused", None)
             if callable(refused):
@@ -272,4 +301,17 @@ class Forge:
             shared=bool(marks.get(SHARED)),
             counted=counted,
             source=getattr(self.credentials, "source", None),
+            observed=observed,
         )
+
+    def _observed(self, verdict: rules.Verdict) -> str:
+        """An observe-only throttle in words: what would have been paused, never "rate-limited"."""
+        from ..errors import local_time
+
+        try:
+            pause = self.store.pause_for(self.pool_for(verdict.resource), verdict.resource)
+        except Exception:
+            pause = None
+        until = f" until {local_time(pause.until)}" if pause is not None else ""
+        return (f"observe-only (sluice.enforce=false): git-sluice would have paused {verdict.resource}{until} "
+                "and held this call; it went out")

@@ -60,6 +60,8 @@ class Admission:
                 return decision
             if decision.reason == "paused":
                 if not wait or (deadline is not None and decision.until > deadline):
+                    log.debug("%s of pool %s paused: not sent (no waiting %s)", resource, pool,
+                             "asked" if not wait else "past the deadline")
                     raise AllowanceSpent(pool, resource, decision.until)
                 if not said_paused and self.on_wait is not None:
                     self.on_wait(decision)
@@ -94,6 +96,8 @@ class HostGate(httpx.BaseTransport):
             verdict: rules.Verdict = response.extensions[VERDICT]
             pause = self._finish(permit, verdict)
             if verdict.kind == "throttle":
+                log.debug("%s of pool %s: %s: the host pauses%s", verdict.resource, permit.pool, verdict.reason,
+                         "" if self.admission.enforce else " (observe-only: it would have)")
                 self.stats.throttles += 1
                 if self.admission.enforce:
                     until = pause.until if pause is not None else self.admission.clock.time() + rules.FALLBACK_BASE
