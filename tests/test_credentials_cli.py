@@ -171,8 +171,8 @@ def test_a_driver_with_a_refused_token_lets_go_backs_off_and_a_good_host_takes_t
         proc = bad.popen("drive")
         try:
             deadline = time.monotonic() + 120
-            while world.clock.time() < start + 3600 and proc.poll() is None:
-                assert time.monotonic() < deadline, "the driver did not get through an hour"
+            while world.clock.time() < start + 1000 and proc.poll() is None:
+                assert time.monotonic() < deadline, "the driver did not get through 1,000 s"
                 time.sleep(0.05)
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -180,8 +180,8 @@ def test_a_driver_with_a_refused_token_lets_go_backs_off_and_a_good_host_takes_t
         assert proc.returncode == 0, err
         assert "GH_TOKEN" in err and "asking GitHub nothing until" in err, err
         refused = [c for c in world.gh.ledger if c.status == 401]
-        # backed off 60 s, 2 min, 4 min, 8 min, then 15 min: a handful in an hour, not one or two a minute
-        assert 2 <= len(refused) <= 10, [round(c.time - start) for c in refused]
+        # backed off 60 s, 2 min, 4 min, 8 min: five tries in 1,000 s, not one or two a tick (60 s)
+        assert 2 <= len(refused) <= 6, [round(c.time - start) for c in refused]
         # it let go: no mark of the bad host stands, so a host with a good token takes the branch in
         assert good.git("ls-remote", "origin", "refs/sluice/intake/main") == ""
         done = good.run("intake")

@@ -55,10 +55,10 @@ def test_a_second_driver_in_the_same_clone_refuses_naming_the_first_and_releases
         assert host.git("ls-remote", "origin", "refs/sluice/intake/main") == ""  # the first let go on its own
 
 
-def _spend(world) -> float:
+def _spend(world, window: float | None = None) -> float:
     """alice's core allowance spent by someone else before any git-sluice process ran; returns the reset."""
     world.gh.add_token("tok-spender", user="alice")
-    world.gh.set_limit("user:alice", "core", 1)
+    world.gh.set_limit("user:alice", "core", 1, window=window)
     assert httpx.get(f"{world.url}/repos/o/r", headers={"Authorization": "token tok-spender"}).status_code == 200
     return world.gh.reset_at("user:alice", "core")
 
@@ -74,11 +74,11 @@ def _ready_pr(gh) -> int:
 def test_wait_during_a_pause_learned_from_another_hosts_note_waits_it_out_within_its_timeout(tmp_path: Path) -> None:
     with cli_world(tmp_path) as world:
         n = _ready_pr(world.gh)
-        reset = _spend(world)
+        reset = _spend(world, window=300)  # a short window: the wait's 1 s slices of fake time are few
         a, b = world.host("host-a"), world.host("host-b")
         assert a.run("intake").returncode == 3  # host A meets the spent allowance and publishes the note
         assert a.git("ls-remote", "origin", "refs/sluice/pause/*") != ""
-        world.gh.set_limit("user:alice", "core", 5000)  # GitHub would answer again at the reset
+        world.gh.set_limit("user:alice", "core", 5000, window=300)  # GitHub would answer again at the reset
         assert b.run("intake").returncode == 3  # host B learns the pause from the note (no call)
         done = b.run("wait", str(n), "--timeout", "2h")
         assert done.returncode == 0, done.stderr  # waited the pause out, then followed #n to ready
