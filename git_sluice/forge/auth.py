@@ -135,6 +135,7 @@ class UserPoolResolver:
         self.transport = transport
         self._cache: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._said = False  # the "not known yet" warning, once per process
 
     def pool_for(self, token: str) -> str:
         digest = token_digest(token)
@@ -177,7 +178,8 @@ class UserPoolResolver:
             if answer.status_code == 401:
                 return _REFUSED
             if answer.status_code != 200:
-                log.warning(
+                self._said, said = True, self._said
+                (log.debug if said else log.warning)(
                     "GitHub answered %s to GET /user: this token's allowance is not known yet; "
                     "its calls obey every pause on %s until it is", answer.status_code, api_host(self.api),
                 )
@@ -185,7 +187,8 @@ class UserPoolResolver:
             ident = answer.json().get("id")
             return str(ident) if ident is not None else None
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
-            log.warning(
+            self._said, said = True, self._said
+            (log.debug if said else log.warning)(
                 "GET /user failed (%s): this token's allowance is not known yet; "
                 "its calls obey every pause on %s until it is", type(exc).__name__, api_host(self.api),
             )
