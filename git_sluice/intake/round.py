@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..clock import Clock, rfc3339
-from ..errors import AllowanceSpent
+from ..errors import AllowanceSpent, LeaseLapsed
 from ..forge.client import Forge
 from ..remote.lease import LeaseView
 from ..statefile import file_lock, held
@@ -72,6 +72,7 @@ class Intake:
         self.queue = QueueStore(self.sluice_dir)
         self.discovery_log = DiscoveryLog(self.sluice_dir)
         self.rounds = RoundsLog(self.sluice_dir)
+        self._guarding: str | None = None
 
     # -- the round ---------------------------------------------------------
     def round(self, branch: str, *, reason: str = "discovery", wait: bool = False, deadline: float | None = None) -> RoundReport:
@@ -79,7 +80,7 @@ class Intake:
         lease = self.lease_reader(branch)
         holder = lease.holder if lease is not None and lease.oid is not None else None
         if lease is not None and not lease.takes_in:
-            report = self._defer(branch, lease, started)
+            report = self._unleased(branch, lease, started) if _own_failure(lease) else self._defer(branch, lease, started)
             self.rounds.record(report)
             return report
         lock = file_lock(self.sluice_dir / f"round-{_safe(branch)}.lock", timeout=ROUND_LOCK_TIMEOUT)
@@ -98,9 +99,13 @@ class Intake:
             last = self.discovery_log.last(branch)
             base_moved = last is not None and last.rev is not None and rev is not None and last.rev != rev
             try:
+                self._guarding = branch
                 self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline)
                 self.discovery_log.record(branch, asked_at=now, rev=rev)
                 report.next_discovery = now + self.discovery
+            except LeaseLapsed as exc:
+                # this host's own lease ran out mid-round: it stops here, its successor goes on
+                report.outcome, report.why = "unleased", str(exc)
             except AllowanceSpent as exc:
                 report.outcome, report.why, report.paused_until = "paused", str(exc), exc.until
                 raise
@@ -108,10 +113,39 @@ class Intake:
                 report.outcome, report.why = "failed", str(exc) or type(exc).__name__
                 raise
             finally:
+                self._guarding = None
                 _account(report, before, self.forge)
                 report.finished_at = self.clock.time()
                 self.rounds.record(report)
             return report
+
+    def _check_lease(self) -> None:
+        """Between the calls of a round: is the branch still this host's to take in?
+
+        A holder cut off from the remote cannot renew; by its own clock its lease
+        lapses (less one call's deadline), and from then on it starts no call
+        (issue #14, point 5): the host that takes over never overlaps it.
+        """
+        branch = self._guarding
+        if branch is None:
+            return
+        lease = self.lease_reader(branch)
+        if lease is not None and not lease.takes_in:
+            raise LeaseLapsed(branch, lease.describe())
+
+    def _unleased(self, branch: str, lease: LeaseView, now: float) -> RoundReport:
+        """A writer without its own live mark: no call, and the queue is left as it is (no one
+        else is known to hold the branch, so nothing is withdrawn in anyone's name)."""
+        if lease.blocked is not None:
+            why = f"the lease cannot be written: {lease.blocked}"
+        elif lease.mine:
+            why = "this host's lease has lapsed by its own clock (it could not renew it)"
+        else:
+            why = f"this host could not take the lease ({lease.note or 'no mark of its own'})"
+        return RoundReport(
+            branch, "unleased", why + "; no call until it holds the lease again",
+            holder=lease.holder, started_at=now, finished_at=now,
+        )
 
     def _defer(self, branch: str, lease: LeaseView, now: float) -> RoundReport:
         holder = lease.holder or "an unknown holder (a mark that is not a lease record)"
@@ -143,7 +177,7 @@ class Intake:
         result = gq.ParseResult()
         if to_read:
             result = gq.read_all(
-                lambda query, variables: self.forge.graphql(query, variables, wait=wait, deadline=deadline),
+                lambda query, variables: self._guarded_graphql(query, variables, wait=wait, deadline=deadline),
                 self.owner, self.name, sorted(to_read), base=branch, open_count=len(items),
             )
         report.read = sorted(to_read)
@@ -195,6 +229,7 @@ class Intake:
         )
         pages = 0
         while url is not None and pages < 100:
+            self._check_lease()
             answer = self.forge.get(url, wait=wait, deadline=deadline).raise_for_status()
             page = answer.json()
             if not isinstance(page, list):
@@ -203,6 +238,10 @@ class Intake:
             url = answer.next_url()
             pages += 1
         return items
+
+    def _guarded_graphql(self, query: str, variables: Any, *, wait: bool, deadline: float | None) -> Any:
+        self._check_lease()
+        return self.forge.graphql(query, variables, wait=wait, deadline=deadline)
 
     def _checks_address(self, sha: str, suffix: str) -> str:
         return f"repos/{self.owner}/{self.name}/commits/{sha}/{suffix}"
@@ -214,10 +253,20 @@ class Intake:
         """Conditional GETs of a head's check runs and combined status: free while nothing changed."""
         moved = False
         for suffix in ("check-runs", "status"):
+            self._check_lease()
             answer = self.forge.get(self._checks_address(sha, suffix), wait=wait, deadline=deadline)
             if answer.status == 200 and not answer.from_kept:
                 moved = True
         return moved
+
+
+def _own_failure(lease: LeaseView) -> bool:
+    """Not taking in because of this host's own lease (none won, lapsed, blocked), not another's."""
+    if lease.blocked is not None:
+        return True
+    if lease.mine:
+        return True
+    return lease.writer and (lease.oid is None or not lease.live)
 
 
 def _snapshot(forge: Forge) -> tuple[int, int, int, int]:

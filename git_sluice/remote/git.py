@@ -206,6 +206,13 @@ class RemoteGit:
         # Records carry this clock's time, so tests with fake time get distinct records.
         self.clock = clock if clock is not None else default_clock()
         self.timeout = timeout
+        # told the monotonic start of every successful fetch (the observation stores: a mark
+        # is known unchanged only as far as a fetch that succeeded, issue #14 point 11)
+        self._on_fetched: dict[object, Callable[[float], None]] = {}
+
+    def on_fetched(self, key: object, listener: Callable[[float], None]) -> None:
+        """Call ``listener(started)`` after every successful fetch; one listener per ``key``."""
+        self._on_fetched[key] = listener
 
     # --- running git ---------------------------------------------------------
 
@@ -261,8 +268,11 @@ class RemoteGit:
         ]
         attempts = 4
         for attempt in range(1, attempts + 1):
+            started = self.clock.monotonic()
             proc = self._run_network("fetch from", args)
             if proc.returncode == 0:
+                for listener in list(self._on_fetched.values()):
+                    listener(started)
                 return
             said = proc.stderr.lower()
             local = any(marker in said for marker in _LOCAL_CONTENTION)

@@ -154,6 +154,9 @@ class PauseNotes:
         self.probe_timeout = probe_timeout
         self.version = version
         self.observations = observations or ObservationStore(repo.sluice_dir, clock)
+        register = getattr(remote, "on_fetched", None)
+        if register is not None:
+            register(("observations", str(self.observations.path), self.observations.boot), self.observations.fetched)
 
     # --- reading -------------------------------------------------------------
 
