@@ -49,8 +49,15 @@ class SluiceError(Exception):
 
 
 def local_time(epoch: float) -> str:
-    """A pause end as a person reads it: local wall time, with the date if not today."""
-    when = _dt.datetime.fromtimestamp(epoch).astimezone()
+    """A pause end as a person reads it: local wall time, with the date if not today.
+
+    Any number may reach here from a hostile record (1e300, NaN, the year
+    10000): what no calendar can show is said in words, never raised.
+    """
+    try:
+        when = _dt.datetime.fromtimestamp(epoch).astimezone()
+    except (OverflowError, ValueError, OSError, TypeError):
+        return "an impossible time (not a date)"
     today = _dt.datetime.now().astimezone().date()
     if when.date() == today:
         return when.strftime("%H:%M:%S %Z").strip()

@@ -27,7 +27,7 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     over a wait's lease at once and a lapsed one after a full lease by its own
     observation, and lets go on SIGINT / SIGTERM. Exit 0 when stopped.
     """
-    from ..logfile import attach_log
+    from ..logfile import attach_log, progress_to_log
     from ..commands.roles import Stopper, drive
     from ..commands.session import open_session
 
@@ -35,8 +35,14 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     stopper = Stopper()
     stopper.install()
     with open_session() as session:
-        attach_log(session.repo.sluice_dir)
-        drive(session, list(branches) or None, stopper=stopper, say=_say_line)
+        progress = progress_to_log(attach_log(session.repo.sluice_dir))
+
+        def say(text: str) -> None:
+            # stderr and the clone's log, as the reference says
+            _say_line(text)
+            progress.info(text)
+
+        drive(session, list(branches) or None, stopper=stopper, say=say)
 
 
 @main.command("wait")

@@ -66,6 +66,13 @@ class DriverState:
     ticks: int = 0
     rounds: list[RoundReport] = field(default_factory=list)
     paused_said: set[tuple[str, str]] = field(default_factory=set)
+    # the last failure said per branch (and for the lease): the same line is not said every tick
+    failures_said: dict[str, str] = field(default_factory=dict)
+
+    def say_once(self, key: str, text: str, say: Say) -> None:
+        if self.failures_said.get(key) != text:
+            self.failures_said[key] = text
+            say(text)
 
 
 def drive(
@@ -96,9 +103,13 @@ def drive(
             fetch_and_adopt(session, *branch_refspecs(session, chosen))
             try:
                 views = keeper.ensure(chosen, fetch=False)
+                state.failures_said.pop("", None)
             except (RemoteUnreachable, RemoteRefused) as exc:
-                say(f"could not write the lease ({exc}); keeping the last view")
-                views = keeper.read_all(chosen)
+                if isinstance(exc, RemoteRefused):
+                    log.warning("the remote refused the lease: %s", exc)
+                state.say_once("", f"could not write the lease ({exc}); taking nothing in without it", say)
+                # a refused branch comes back marked blocked: it is not taken in (issue #14, point 4)
+                views = exc.views if isinstance(exc, RemoteRefused) and exc.views else keeper.read_all(chosen)
             for branch, view in views.items():
                 was = branch in held
                 if view.mine and view.live:
@@ -118,6 +129,8 @@ def drive(
                     state.rounds.append(report)
                     if report.outcome in ("taken-in", "deferred"):
                         say(report.summary())
+                    elif report.outcome == "unleased":
+                        state.say_once(branch, report.summary(), say)
             if max_ticks is not None and state.ticks >= max_ticks:
                 break
             _sleep_until(session, started + tick, stopper)
@@ -135,6 +148,7 @@ def _driver_round(session: Session, intake: Any, branch: str, reason: str, state
     try:
         report: RoundReport = intake.round(branch, reason=reason)
         state.paused_said.clear()
+        state.failures_said.pop(branch, None)
         return report
     except AllowanceSpent as exc:
         key = (exc.pool, exc.resource)
@@ -142,9 +156,9 @@ def _driver_round(session: Session, intake: Any, branch: str, reason: str, state
             state.paused_said.add(key)
             say(f"{branch}: {exc}; the forge's part of rounds waits, local work goes on")
     except (ForgeUnavailable, ForgeError) as exc:
-        say(f"{branch}: {exc}")
+        state.say_once(branch, f"{branch}: {exc}", say)
     except SluiceError as exc:
-        say(f"{branch}: round failed: {exc}")
+        state.say_once(branch, f"{branch}: round failed: {exc}", say)
     return None
 
 

@@ -200,7 +200,8 @@ def adopt_notes(session: Session) -> int:
     try:
         pools = own_pools(session.credentials, session.repo.sluice_dir)
         notes = None if pools is None else [n for n in session.notes.local() if n.pool in pools]
-        return session.notes.adopt_into(session.store, notes)
+        # with the pools known, a pause adopted from this remote whose note has gone ends too
+        return session.notes.adopt_into(session.store, notes, pools=pools)
     except Exception as exc:  # a garbage note must never crash a round
         log.warning("could not read the pause notes: %s", exc)
         return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 
 LEASE_PREFIX = "refs/sluice/intake/"
@@ -72,6 +73,22 @@ def check_name(kind: str, value: str) -> str:
     return value
 
 
+_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+_VERSION = re.compile(r"[\x21-\x7e]{1,64}")
+
+
+def check_host(kind: str, value: str) -> str:
+    """A host name as ``sluice.host`` allows it: anything else in a record is not from a host.
+
+    Names read from records are printed (``status``, the log): a tab, a
+    control character or 5,000 characters there come from no git-sluice
+    (issue #14, point 10), so such a record is garbage, never shown as a name.
+    """
+    if not _HOST.fullmatch(value):
+        raise ValueError(f"{kind} {value[:80]!r} is not a host name ([A-Za-z0-9._-], 63 at most)")
+    return value
+
+
 @dataclass(frozen=True)
 class LeaseRecord:
     """What a lease ref's commit message says: who holds, as what, for how long."""
@@ -111,14 +128,14 @@ class LeaseRecord:
         holder = trailers["holder"]
         role = trailers["role"]
         version = trailers["sluice-version"]
-        if not holder or not version or role not in MARK_ROLES:
+        if not _HOST.fullmatch(holder) or not _VERSION.fullmatch(version) or role not in MARK_ROLES:
             return None
         try:
             lease = float(trailers["lease"])
             renewal = int(trailers["renewal"])
         except ValueError:
             return None
-        if not math.isfinite(lease) or not (0 < lease <= MAX_LEASE) or renewal < 0:
+        if not math.isfinite(lease) or not (0 < lease <= MAX_LEASE) or not 0 <= renewal <= 2**53:
             return None
         return cls(holder=holder, role=role, lease=lease, renewal=renewal, version=version)
 
