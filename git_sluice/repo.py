@@ -116,10 +116,9 @@ class Repo:
     @property
     def sluice_dir(self) -> Path:
         """``<common dir>/sluice``: shared by every worktree, private to the user."""
-        path = self.common_dir / "sluice"
-        if not path.is_dir():
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return path
+        from .paths import private_dir
+
+        return private_dir(self.common_dir / "sluice", "the clone's sluice directory")
 
     # --- config ---------------------------------------------------------------
 

@@ -92,6 +92,16 @@ CREATE TABLE IF NOT EXISTS counters (
 """
 
 
+_SCHEMA_PROBES = (
+    "SELECT pool, resource, state, updated_at FROM gates LIMIT 0",
+    "SELECT pool, resource, lim, remaining, used, reset, observed_at FROM rates LIMIT 0",
+    "SELECT pool, resource, bucket, counted, cost FROM ledger LIMIT 0",
+    "SELECT pool, resource, name, value FROM counters LIMIT 0",
+)
+"""Every column this module reads, asked for once per open (no rows read): a file with
+another schema is told apart at once, not at the first query that needs a missing column."""
+
+
 @dataclass(frozen=True)
 class Permit:
     """Leave to send one call; ``start`` it just before the wire and ``finish`` it after.
@@ -246,6 +256,8 @@ class HostStore:
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 conn.execute("COMMIT")
+            for probe in _SCHEMA_PROBES:
+                conn.execute(probe).fetchall()  # another schema fails here, and is rebuilt
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
@@ -266,6 +278,10 @@ class HostStore:
                 )
             if "malformed" in text or "not a database" in text:
                 return _Corrupt(str(exc))
+            if "no such column" in text or "no such table" in text or "has no column" in text:
+                # a file of another schema (another program's, or a version's gone wrong):
+                # unusable as it is, so moved aside and rebuilt like a corrupt one (issue #14, point 10)
+                return _Corrupt(f"another schema: {exc}")
             return HostStoreError(
                 f"the host state file {self.path} cannot be used: {exc}; check that the file and its "
                 "directory are writable by you and the disk is not full"

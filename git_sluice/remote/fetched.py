@@ -80,10 +80,9 @@ class FetchedLeases:
 
     @property
     def sluice_dir(self) -> Path:
-        path = self.common_dir / "sluice"
-        if not path.is_dir():
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return path
+        from ..paths import private_dir
+
+        return private_dir(self.common_dir / "sluice", "the clone's sluice directory")
 
     def ref(self, name: str) -> str | None:
         mark = self._marks.get(name)
