@@ -69,9 +69,11 @@ class DriverState:
     # the last failure said per branch (and for the lease): the same line is not said every tick
     failures_said: dict[str, str] = field(default_factory=dict)
 
-    def say_once(self, key: str, text: str, say: Say) -> None:
-        if self.failures_said.get(key) != text:
-            self.failures_said[key] = text
+    def say_once(self, key: str, text: str, say: Say, *, gist: str | None = None) -> None:
+        """Say ``text`` unless the same failure (``gist``, default the text) was the last said for ``key``."""
+        gist = text if gist is None else gist
+        if self.failures_said.get(key) != gist:
+            self.failures_said[key] = gist
             say(text)
 
 
@@ -155,7 +157,11 @@ def _driver_round(session: Session, intake: Any, branch: str, reason: str, state
         if key not in state.paused_said:
             state.paused_said.add(key)
             say(f"{branch}: {exc}; the forge's part of rounds waits, local work goes on")
-    except (ForgeUnavailable, ForgeError) as exc:
+    except ForgeUnavailable as exc:
+        # the same address failing the same way each tick is one line, not one a tick (its
+        # "not asked again before" time moves on every time)
+        state.say_once(branch, f"{branch}: {exc}", say, gist=f"unavailable {exc.address} {exc.reason}")
+    except ForgeError as exc:
         state.say_once(branch, f"{branch}: {exc}", say)
     except SluiceError as exc:
         state.say_once(branch, f"{branch}: round failed: {exc}", say)
