@@ -341,9 +341,13 @@ class RemoteGit:
 
     # --- records -------------------------------------------------------------
 
-    def write_record(self, message: str) -> str:
-        """A parentless commit on the empty tree: a record ``git log -1`` can read."""
-        when = int(self.clock.time())
+    def write_record(self, message: str, *, when: int | None = None) -> str:
+        """A parentless commit on the empty tree: a record ``git log -1`` can read.
+
+        ``when`` fixes the commit time (lease records: the same record is then the
+        same object, never new garbage); by default this clock's time.
+        """
+        when = int(self.clock.time()) if when is None else int(when)
         signature = pygit2.Signature(RECORD_NAME, RECORD_EMAIL, when, 0)
         with self.repo.lock:
             raw = self.repo.raw

@@ -27,6 +27,16 @@ block a branch for days: garbage ages on the reader's own lease."""
 
 ACTIONS = ("take", "renew", "take_over", "hold", "defer", "none")
 
+RENEWAL_CYCLE = 16
+"""Renewals count modulo this, and a record's commit carries no time (:data:`RECORD_TIME`), so a
+holder's records are the same 16 objects for ever (issue #14, point 12): a renewal every third of
+a lease left a new unreachable object each time (723 a day per branch, two weeks' garbage in the
+remote and every clone). The mark still changes at every renewal, which is all an observer
+reads; only one who saw no fetch for 16 renewals (5 1/3 leases) could mistake a live mark for
+a still one, and a writer then still needs its own compare-and-swap to win."""
+RECORD_TIME = 1_000_000_000
+"""The commit time of every lease record (2001-09-09): the same record is the same object."""
+
 _SUBJECT = "git-sluice lease for {branch}"
 _TRAILERS = ("Holder", "Role", "Lease", "Renewal", "Sluice-Version")
 
@@ -140,7 +150,7 @@ class LeaseRecord:
         return cls(holder=holder, role=role, lease=lease, renewal=renewal, version=version)
 
     def renewed(self, *, role: str, lease: float, version: str) -> LeaseRecord:
-        return LeaseRecord(self.holder, role, lease, self.renewal + 1, version)
+        return LeaseRecord(self.holder, role, lease, (self.renewal + 1) % RENEWAL_CYCLE, version)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from ..clock import Clock
 from ..errors import RemoteRefused
 from .lease import (
     MARK_ROLES,
+    RECORD_TIME,
     ROLES,
     Decision,
     LeaseRecord,
@@ -200,7 +201,7 @@ class LeaseKeeper:
         updates: list[CasUpdate] = []
         for assessment in wanted:
             record = self._record_for(assessment)
-            oid = self.remote.write_record(record.to_message(assessment.branch))
+            oid = self.remote.write_record(record.to_message(assessment.branch), when=RECORD_TIME)
             expected = assessment.mark.oid if assessment.mark is not None else None
             updates.append(CasUpdate(lease_ref(assessment.branch), oid, expected))
         started = self.clock.monotonic()
