@@ -27,6 +27,7 @@ from ..paths import host_state_dir
 from ..remote.git import RemoteGit
 from ..remote.notes import PauseNote, PauseNotes
 from ..repo import Repo
+from .pausecheck import PauseChecks
 from .poolfile import record_pools
 
 log = logging.getLogger("git_sluice")
@@ -68,13 +69,30 @@ class Session:
 
 
 class FleetPauses:
-    """The forge's link to the fleet: publish a pause, claim the probe, close the note."""
+    """The forge's link to the fleet: publish a pause, claim the probe, close the note, look for notes."""
 
-    def __init__(self, notes: PauseNotes, store: HostStore, host: str, clock: Clock) -> None:
+    def __init__(
+        self, notes: PauseNotes, store: HostStore, host: str, clock: Clock, checks: PauseChecks | None = None
+    ) -> None:
         self.notes = notes
         self.store = store
         self.host = host
         self.clock = clock
+        self.checks = checks
+
+    def look(self, pool: str) -> None:
+        """Before a call: at most once per interval per host, see whether the pool's notes moved
+        on the remote, and adopt what did (issue #14, point 14). Never raises."""
+        if self.checks is None:
+            return
+        try:
+            if not self.checks.claim(self.notes.remote_key, self.clock.time()):
+                return
+            if self.notes.check_remote(pool):
+                notes = [n for n in self.notes.local() if n.pool == pool]
+                self.notes.adopt_into(self.store, notes, pools=[pool])
+        except Exception as exc:  # the remote out of reach costs the look, never the call
+            log.debug("could not look at the pause notes on the remote: %s", exc)
 
     def published(self, pause: PauseView) -> None:
         """Host first (already written), then the fleet: a failure here keeps the host's pause."""
@@ -152,7 +170,7 @@ def open_session(
     store = store or HostStore(clock=clock)
     remote = RemoteGit(repo, settings.remote, clock=clock, pools=lambda: own_pools(credentials, repo.sluice_dir))
     notes = PauseNotes(repo, remote, host=settings.host, clock=clock)
-    fleet = FleetPauses(notes, store, settings.host, clock)
+    fleet = FleetPauses(notes, store, settings.host, clock, PauseChecks(state_dir) if settings.enforce else None)
     forge = Forge(
         api=settings.api,
         graphql_url=settings.graphql,
@@ -164,6 +182,7 @@ def open_session(
         on_pause=fleet.published,
         on_wait=on_wait,
         probe_claim=fleet.claim if settings.enforce else None,
+        before_call=fleet.look if settings.enforce else None,
         on_probed=fleet.probed,
         transport=transport,
         cancel=cancel,

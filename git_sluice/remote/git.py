@@ -69,6 +69,7 @@ def sluice_refspecs(pools: Sequence[str] | None) -> list[str]:
 RECORD_NAME = "git-sluice"
 RECORD_EMAIL = "sluice@localhost"
 
+_OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 _WON_FLAGS = frozenset(" +*-")
 _RACE_MARKERS = (
     "stale info",  # our client saw a different value than we expected
@@ -216,12 +217,15 @@ class RemoteGit:
 
     # --- running git ---------------------------------------------------------
 
-    def _run_network(self, operation: str, args: list[str]) -> subprocess.CompletedProcess[str]:
+    def _run_network(
+        self, operation: str, args: list[str], *, timeout: float | None = None
+    ) -> subprocess.CompletedProcess[str]:
         env = {INTERNAL_ENV: "1", "GIT_TERMINAL_PROMPT": "0"}
+        limit = self.timeout if timeout is None else timeout
         try:
-            return self.repo.git("-c", "core.hooksPath=/dev/null", *args, check=False, env=env, timeout=self.timeout)
+            return self.repo.git("-c", "core.hooksPath=/dev/null", *args, check=False, env=env, timeout=limit)
         except subprocess.TimeoutExpired as exc:
-            raise RemoteUnreachable(self.remote, operation, f"no answer within {self.timeout:g} s") from exc
+            raise RemoteUnreachable(self.remote, operation, f"no answer within {limit:g} s") from exc
         except OSError as exc:
             raise RemoteUnreachable(self.remote, operation, f"cannot run git: {exc}") from exc
 
@@ -281,6 +285,23 @@ class RemoteGit:
             if attempt == attempts:
                 raise GitFailed(("fetch", self.remote), proc.returncode, scrub(proc.stderr))
             self.clock.sleep(0.02 * attempt)
+
+    def list_remote(self, pattern: str, *, timeout: float = 5.0) -> dict[str, str]:
+        """``git ls-remote --refs`` of one pattern: the remote's refs there, without fetching them.
+
+        The cheap look between fetches at whether the pause notes moved (issue #14,
+        point 14); its short ``timeout`` keeps a remote out of reach from delaying
+        the call it precedes by more than that.
+        """
+        proc = self._run_network("list refs of", ["ls-remote", "--refs", self.remote, pattern], timeout=timeout)
+        if proc.returncode != 0:
+            raise RemoteUnreachable(self.remote, "list refs of", self._last_words(proc.stderr))
+        found: dict[str, str] = {}
+        for line in proc.stdout.splitlines():
+            oid, _, ref = line.partition("\t")
+            if ref and _OID.fullmatch(oid):
+                found[ref] = oid
+        return found
 
     # --- compare-and-swap push ----------------------------------------------
 

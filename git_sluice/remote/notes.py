@@ -197,6 +197,21 @@ class PauseNotes:
                 notes.append(note)
         return notes
 
+    def check_remote(self, pool: str) -> bool:
+        """Look at the remote's pause notes of ``pool`` (``ls-remote``); fetch them if they moved.
+
+        True if the mirror changed. Costs one connection, and a fetch only when
+        a note was published, changed or removed since the last fetch.
+        """
+        check_component("pool id", pool)
+        prefix = f"{PAUSE_PREFIX}{pool}/"
+        there = self.remote.list_remote(prefix + "*")
+        here = self.repo.refs_under(prefix)
+        if there == here:
+            return False
+        self.remote.fetch()
+        return True
+
     # --- writing -------------------------------------------------------------
 
     def _push(self, ref: str, new: str | None, expected: str | None) -> bool:
@@ -274,6 +289,11 @@ class PauseNotes:
                 return
 
     # --- adoption ------------------------------------------------------------
+
+    @property
+    def remote_key(self) -> str:
+        """The remote these notes live on, whichever clone of it this is (the look's rate is per host)."""
+        return self.repo.config_get(f"remote.{self.remote.remote}.url") or self.remote.remote
 
     @property
     def origin(self) -> str:

@@ -409,3 +409,48 @@ def test_status_shows_the_last_hook_failure_at_a_time_not_an_epoch(fleet_factory
     done = run_cli(fleet, "host-a", clock_file, "status")
     line = next(li for li in done.stdout.splitlines() if "last hook round failed" in li)
     assert "1800000123" not in line and "boom" in line, line
+
+
+# -------------------------------------------------------------------- point 14
+
+
+def test_a_published_pause_stops_the_other_hosts_before_their_next_call(
+    fleet_factory, git_daemon: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from git_sluice.commands.pausecheck import CHECK_INTERVAL
+    from git_sluice.errors import AllowanceSpent
+
+    fleet = fleet_factory(("host-a", "host-b", "host-c"), url=git_daemon)
+    sessions = {}
+    for name, host in fleet.hosts.items():
+        monkeypatch.setenv("XDG_STATE_HOME", host.env["XDG_STATE_HOME"])  # each host its own state dir
+        sessions[name] = fleet.session(name)
+    looks: dict[str, int] = {name: 0 for name in sessions}
+    for name, session in sessions.items():
+        real = session.remote.list_remote
+
+        def counted(pattern: str, *, timeout: float = 5.0, _real=real, _name=name) -> dict[str, str]:
+            looks[_name] += 1
+            return _real(pattern, timeout=timeout)
+
+        session.remote.list_remote = counted  # type: ignore[method-assign]
+        assert session.forge.pool
+    fleet.gh.fault("secondary", path="pulls", times=1, retry_after=300)
+    with pytest.raises(AllowanceSpent):
+        sessions["host-a"].forge.get("repos/o/r/pulls")  # host-a is refused and publishes the pause
+    fleet.clock.advance(CHECK_INTERVAL + 1)  # type: ignore[attr-defined]
+    mark = fleet.gh.mark()
+    for name in ("host-b", "host-c"):
+        for _ in range(5):
+            with pytest.raises(AllowanceSpent):
+                sessions[name].forge.get("repos/o/r/pulls")
+        assert fleet.calls_by(name, since=mark) == [], f"{name} called GitHub past the published pause"
+    # the look is rate-limited per host: calling often costs one ls-remote per interval
+    before = dict(looks)
+    for _ in range(20):
+        fleet.clock.advance(CHECK_INTERVAL / 4)  # type: ignore[attr-defined]
+        for name in ("host-b", "host-c"):
+            with pytest.raises(AllowanceSpent):
+                sessions[name].forge.get("repos/o/r")
+    for name in ("host-b", "host-c"):
+        assert looks[name] - before[name] <= 20 * (CHECK_INTERVAL / 4) / CHECK_INTERVAL + 1, looks
