@@ -154,4 +154,4 @@ def test_contested_rounds_never_two_holders(make_host, bare_remote, fake_clock, 
                 assert at - prev_at >= prev.lease, (prev, record, at - prev_at)
     # the contest was real: hand-overs, renewals and lost races all happened (hand-overs are
     # rarer since a mark ages only between successful fetches, issue #14 point 11)
-    assert handovers >= 3 and renewals >= 20 and len(lost) >= 10, (handovers, preemptions, renewals, len(lost))
+    assert handovers >= 3 and renewals >= 20 and len(lost) >= 5, (handovers, preemptions, renewals, len(lost))
