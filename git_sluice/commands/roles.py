@@ -150,7 +150,8 @@ def _driver_round(session: Session, intake: Any, branch: str, reason: str, state
     try:
         report: RoundReport = intake.round(branch, reason=reason)
         state.paused_said.clear()
-        state.failures_said.pop(branch, None)
+        if report.outcome != "unleased":  # said once by the caller, until the branch is held again
+            state.failures_said.pop(branch, None)
         return report
     except AllowanceSpent as exc:
         key = (exc.pool, exc.resource)
@@ -225,7 +226,8 @@ def wait_for(
                 raise TimedOut(f"#{number} reached no outcome within the timeout (last: {last_said or 'unknown'})")
             fetch_and_adopt(session, *branch_refspecs(session, [branch]))
             view = keeper.read(branch)
-            if view.absent or view.takes_in:
+            if view.absent or view.takes_in or view.mine or not view.live:
+                # absent, ours, or lapsed: take, renew or take over (a writer takes in only on its own push)
                 try:
                     view = keeper.ensure([branch], fetch=False)[branch]
                     took = took or (view.mine and view.role == "wait")
