@@ -57,6 +57,10 @@ MULTI_KEYS = frozenset({"sluice.branch"})
 
 TEST_MIN_DISCOVERY_ENV = "GIT_SLUICE_TEST_MIN_DISCOVERY"
 MIN_INTERVAL = 10.0
+MIN_LEASE = 60.0
+"""Twice one forge call's whole deadline (30 s): a holder renews at a third of its lease and stops
+starting calls one deadline before the end, so a shorter lease would leave it no time to take in
+(issue #14, point 5). The test-only floor lowers it like the discovery floor."""
 DEFAULT_DISCOVERY = 60.0
 DEFAULT_LEASE = 300.0
 DEFAULT_API = "https://api.github.com"
@@ -408,7 +412,8 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True) -> Settin
     discovery = DEFAULT_DISCOVERY if given is None else _duration("sluice.discovery", given.value, floor)
     record("sluice.discovery", _seconds_text(discovery), given)
     given = _last(values, "sluice.lease")
-    lease = DEFAULT_LEASE if given is None else _duration("sluice.lease", given.value, floor)
+    lease_floor = MIN_LEASE if floor == MIN_INTERVAL and not os.environ.get(TEST_MIN_DISCOVERY_ENV, "").strip() else floor
+    lease = DEFAULT_LEASE if given is None else _duration("sluice.lease", given.value, lease_floor)
     record("sluice.lease", _seconds_text(lease), given)
 
     # sluice.host

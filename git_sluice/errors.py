@@ -51,8 +51,15 @@ class SluiceError(Exception):
 
 
 def local_time(epoch: float) -> str:
-    """A pause end as a person reads it: local wall time, with the date if not today."""
-    when = _dt.datetime.fromtimestamp(epoch).astimezone()
+    """A pause end as a person reads it: local wall time, with the date if not today.
+
+    Any number may reach here from a hostile record (1e300, NaN, the year
+    10000): what no calendar can show is said in words, never raised.
+    """
+    try:
+        when = _dt.datetime.fromtimestamp(epoch).astimezone()
+    except (OverflowError, ValueError, OSError, TypeError):
+        return "an impossible time (not a date)"
     today = _dt.datetime.now().astimezone().date()
     if when.date() == today:
         return when.strftime("%H:%M:%S %Z").strip()
@@ -259,16 +266,30 @@ class RemoteUnreachable(RemoteError):
         )
 
 
+class LeaseLapsed(RemoteError):
+    """This host's own lease of a branch ran out (by its own clock) in the middle of a round.
+
+    The round stops before its next call: another host may take the branch
+    over from now on, and two hosts must never take one branch in at once.
+    """
+
+    def __init__(self, branch: str, view: str) -> None:
+        self.branch = branch
+        super().__init__(f"stopped taking {branch} in before the next call: {view}")
+
+
 class RemoteRefused(RemoteError):
     """The remote refused a coordination ref by its own rule (a hook, a protection).
 
     This is not a race: retrying cannot help, a person must allow ``refs/sluice/*``.
     """
 
-    def __init__(self, remote: str, ref: str, reason: str) -> None:
+    def __init__(self, remote: str, ref: str, reason: str, *, views: object = None) -> None:
         self.remote = remote
         self.ref = ref
         self.reason = reason
+        # the lease keeper's views after the push (each refused branch marked blocked), if any
+        self.views = views
         super().__init__(
             f"remote '{remote}' refused {ref}: {reason}; git-sluice needs to create, update and "
             "delete refs under refs/sluice/ (allow them in the server's hooks or protections)"

@@ -23,3 +23,17 @@ def attach_log(sluice_dir: Path, level: int = logging.INFO) -> logging.Handler:
     if root.level == logging.NOTSET or root.level > level:
         root.setLevel(level)
     return handler
+
+
+def progress_to_log(handler: logging.Handler) -> logging.Logger:
+    """A logger for a role's progress lines that reaches the clone's log only.
+
+    The lines are printed to stderr by the role itself; sending them through
+    ``git_sluice`` as well would print them twice with ``-v``.
+    """
+    progress = logging.getLogger("git_sluice_progress")
+    progress.propagate = False
+    progress.setLevel(logging.INFO)
+    if handler not in progress.handlers:
+        progress.addHandler(handler)
+    return progress

@@ -25,9 +25,42 @@ def host_state_dir() -> Path:
     """
     path = Path(platformdirs.user_state_dir(APP_NAME))
     if not path.is_dir():
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # mkdir's mode is filtered by the umask; say exactly what we mean
-        os.chmod(path, 0o700)
+        try:
+            path.mkdir(parents=True, exist_ok=True, mode=0o700)
+            # mkdir's mode is filtered by the umask; say exactly what we mean
+            os.chmod(path, 0o700)
+        except OSError as exc:
+            from .errors import HostStoreError
+
+            raise HostStoreError(
+                f"cannot create the host state directory {path} ({exc.strerror or exc}); make "
+                "XDG_STATE_HOME (or ~/.local/state) a directory writable by you"
+            ) from None
+    return path
+
+
+def private_dir(path: Path, what: str) -> Path:
+    """``path`` as a directory of this user's (created 0700), or a clear error saying what is in the way.
+
+    A regular file or a dangling symlink where the directory belongs is a
+    person's to move aside: git-sluice never deletes it.
+    """
+    if path.is_dir():
+        return path
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        from .errors import StateError
+
+        if path.is_symlink():
+            kind = "a symbolic link to nothing usable"
+        elif path.exists():
+            kind = "not a directory"
+        else:
+            kind = exc.strerror or str(exc)
+        raise StateError(
+            f"{what} {path} cannot be used: {kind}; move it aside (git-sluice recreates it)"
+        ) from None
     return path
 
 
@@ -38,10 +71,7 @@ def host_store_path() -> Path:
 
 def sluice_dir_in(common_dir: Path) -> Path:
     """``<common dir>/sluice``, created private (0700) if it does not exist yet: every worktree's, the user's alone."""
-    path = common_dir / "sluice"
-    if not path.is_dir():
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
+    return private_dir(common_dir / "sluice", "the clone's sluice directory")
 
 
 def clone_sluice_dir(path: "str | os.PathLike[str]" = ".") -> Path:

@@ -28,7 +28,7 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     observation, and lets go on SIGINT / SIGTERM. Exit 0 when stopped; 2 when
     another driver already runs in this clone (named by its pid).
     """
-    from ..logfile import attach_log
+    from ..logfile import attach_log, progress_to_log
     from ..commands.roles import Stopper, drive
     from ..commands.session import open_session
 
@@ -44,8 +44,14 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
             raise click.BadParameter(f"{', '.join(unknown)}: no such branch on {session.settings.remote}",
                                      param_hint="-b/--branch")
         with DriverLock(session.repo.sluice_dir):  # before any lease is touched: one driver per clone
-            attach_log(session.repo.sluice_dir)
-            drive(session, list(branches) or None, stopper=stopper, say=_say_line)
+            progress = progress_to_log(attach_log(session.repo.sluice_dir))
+
+            def say(text: str) -> None:
+                # stderr and the clone's log, as the reference says
+                _say_line(text)
+                progress.info(text)
+
+            drive(session, list(branches) or None, stopper=stopper, say=say)
     if stopper.stopped:
         _say_line(f"stopped ({stopper.name})")
 

@@ -132,5 +132,9 @@ def status_command(as_json: bool) -> None:
                 click.echo(f"    recovering: {p['forge']} after a pause")
     failure = data["last_hook_failure"]
     if failure and not failure.get("recovered_at"):
-        click.echo(f"  last hook round failed: {failure.get('error')} ({failure.get('time') or failure.get('at')})")
+        from ..errors import local_time
+
+        when = failure.get("time")
+        shown = local_time(when) if isinstance(when, (int, float)) else str(failure.get("at") or "at an unknown time")
+        click.echo(f"  last hook round failed: {failure.get('error')} ({shown})")
     sys.stdout.flush()

@@ -188,8 +188,9 @@ def run_demo(*, keep: bool = False, say: Say = print) -> DemoResult:
             for _ in range(60):
                 clock.advance(a.settings.discovery)
                 fetch_and_adopt(a)
+                intake, keeper = intake_for(a, role="driver")
+                keeper.ensure(["main"], fetch=False)  # the driver renews as it goes (no GitHub call)
                 tick_watch(a, ["main"])
-                intake, _ = intake_for(a, role="driver")
                 intake.round("main")
                 rounds += 1
             figures["idle_rounds"] = rounds
@@ -205,8 +206,9 @@ def run_demo(*, keep: bool = False, say: Say = print) -> DemoResult:
             gh.review(REPO, 4, "carol", "APPROVED")
             clock.advance(a.settings.discovery)
             mark = gh.mark()
+            intake, keeper = intake_for(a, role="driver")
+            keeper.ensure(["main"])
             tick_watch(a, ["main"])
-            intake, _ = intake_for(a, role="driver")
             report = intake.round("main")
             figures["change_rest"] = gh.counted(pool, "core", since=mark)
             figures["change_points"] = gh.counted(pool, "graphql", since=mark)
@@ -217,6 +219,7 @@ def run_demo(*, keep: bool = False, say: Say = print) -> DemoResult:
             # 5. a throttle on host-a pauses host-a, then host-b through the pause note
             gh.fault("secondary", path="pulls", times=1, retry_after=300)
             clock.advance(a.settings.discovery)
+            keeper.ensure(["main"])
             tick_watch(a, ["main"])  # the watch's list meets the throttle; the round then finds the host paused
             try:
                 intake.round("main")

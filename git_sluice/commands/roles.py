@@ -46,6 +46,15 @@ class DriverState:
     ticks: int = 0
     rounds: list[RoundReport] = field(default_factory=list)
     paused_said: set[tuple[str, str]] = field(default_factory=set)
+    # the last failure said per branch (and for the lease): the same line is not said every tick
+    failures_said: dict[str, str] = field(default_factory=dict)
+
+    def say_once(self, key: str, text: str, say: Say, *, gist: str | None = None) -> None:
+        """Say ``text`` unless the same failure (``gist``, default the text) was the last said for ``key``."""
+        gist = text if gist is None else gist
+        if self.failures_said.get(key) != gist:
+            self.failures_said[key] = gist
+            say(text)
 
 
 def drive(
@@ -86,9 +95,14 @@ def drive(
             fetch_and_adopt(session, *branch_refspecs(session, chosen))
             try:
                 views = keeper.ensure(chosen, fetch=False)
+                state.failures_said.pop("", None)
             except (RemoteUnreachable, RemoteRefused) as exc:
-                say(f"could not write the lease ({exc}); keeping the last view")
-                views = keeper.read_all(chosen)
+                if isinstance(exc, RemoteRefused):
+                    log.warning("the remote refused the lease: %s", exc)
+                state.say_once("", f"could not write the lease ({exc}); taking nothing in without it", say)
+                # a refused branch comes back marked blocked: it is not taken in (issue #14, point 4)
+                refused = exc.views if isinstance(exc, RemoteRefused) else None
+                views = refused if isinstance(refused, dict) and refused else keeper.read_all(chosen)
             for branch, view in views.items():
                 was = branch in held
                 if view.mine and view.live:
@@ -116,6 +130,8 @@ def drive(
                         refusal.accepted()
                         if report.outcome in ("taken-in", "deferred"):
                             say(report.summary())
+                        elif report.outcome == "unleased":
+                            state.say_once(branch, report.summary(), say)
                 tick_watch(session, taken)  # the heads these rounds queued as waiting: their baseline now
             except CredentialsRefused as exc:
                 until = refusal.refused(session.clock.time())
@@ -145,6 +161,8 @@ def _driver_round(session: Session, intake: Intake, branch: str, reason: str, st
     try:
         report: RoundReport = intake.round(branch, reason=reason)
         state.paused_said.clear()
+        if report.outcome != "unleased":  # said once by the caller, until the branch is held again
+            state.failures_said.pop(branch, None)
         return report
     except CredentialsRefused:
         raise  # the driver's business: let go of the lease, back off, read the credentials again
@@ -155,10 +173,14 @@ def _driver_round(session: Session, intake: Intake, branch: str, reason: str, st
         if key not in state.paused_said:
             state.paused_said.add(key)
             say(f"{branch}: {exc}; the forge's part of rounds waits, local work goes on")
-    except (ForgeUnavailable, ForgeError) as exc:
-        say(f"{branch}: {exc}")
+    except ForgeUnavailable as exc:
+        # the same address failing the same way each tick is one line, not one a tick (its
+        # "not asked again before" time moves on every time)
+        state.say_once(branch, f"{branch}: {exc}", say, gist=f"unavailable {exc.address} {exc.reason}")
+    except ForgeError as exc:
+        state.say_once(branch, f"{branch}: {exc}", say)
     except SluiceError as exc:
-        say(f"{branch}: round failed: {exc}")
+        state.say_once(branch, f"{branch}: round failed: {exc}", say)
     return None
 
 
@@ -224,7 +246,8 @@ def wait_for(
                 raise TimedOut(f"#{number} reached no outcome within the timeout (last: {last_said or 'unknown'})")
             fetch_and_adopt(session, *branch_refspecs(session, [branch]))
             view = keeper.read(branch)
-            if view.absent or view.takes_in:
+            if view.absent or view.takes_in or view.mine or not view.live:
+                # absent, ours, or lapsed: take, renew or take over (a writer takes in only on its own push)
                 try:
                     view = keeper.ensure([branch], fetch=False)[branch]
                     took = took or (view.mine and view.role == "wait")

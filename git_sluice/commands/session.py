@@ -28,6 +28,7 @@ from ..paths import host_state_dir
 from ..remote.git import RemoteGit
 from ..remote.notes import PauseNote, PauseNotes
 from ..repo import Repo
+from .pausecheck import PauseChecks
 from .poolfile import record_pools
 
 log = logging.getLogger("git_sluice")
@@ -74,15 +75,30 @@ class Session:
 
 
 class FleetPauses:
-    """The forge's link to the fleet: publish a pause, claim the probe, close the note."""
+    """The forge's link to the fleet: publish a pause, claim the probe, close the note, look for notes."""
 
     def __init__(self, notes: PauseNotes, store: HostStore, host: str, clock: Clock,
-                 on_pool: Callable[[str], None] | None = None) -> None:
+                 on_pool: Callable[[str], None] | None = None, checks: PauseChecks | None = None) -> None:
         self.notes = notes
         self.store = store
         self.host = host
         self.clock = clock
         self.on_pool = on_pool
+        self.checks = checks
+
+    def look(self, pool: str) -> None:
+        """Before a call: at most once per interval per host, see whether the pool's notes moved
+        on the remote, and adopt what did (issue #14, point 14). Never raises."""
+        if self.checks is None:
+            return
+        try:
+            if not self.checks.claim(self.notes.remote_key, self.clock.time()):
+                return
+            if self.notes.check_remote(pool):
+                notes = [n for n in self.notes.local() if n.pool == pool]
+                self.notes.adopt_into(self.store, notes, pools=[pool])
+        except Exception as exc:  # the remote out of reach costs the look, never the call
+            log.debug("could not look at the pause notes on the remote: %s", exc)
 
     def published(self, pause: PauseView) -> None:
         """Host first (already written), then the fleet: a failure here keeps the host's pause."""
@@ -164,7 +180,8 @@ def open_session(
     notes = PauseNotes(repo, remote, host=settings.host, clock=clock)
     pool_hosts = PoolHosts(state_dir)
     fleet = FleetPauses(notes, store, settings.host, clock,
-                        on_pool=lambda pool: pool_hosts.remember(pool, api_host(settings.api)))
+                        on_pool=lambda pool: pool_hosts.remember(pool, api_host(settings.api)),
+                        checks=PauseChecks(state_dir) if settings.enforce else None)
 
     def forge_with(kept: KeptAnswers) -> Forge:
         """A forge on this session's road and credentials, keeping its answers in ``kept``."""
@@ -179,6 +196,7 @@ def open_session(
             on_pause=fleet.published,
             on_wait=on_wait,
             probe_claim=fleet.claim if settings.enforce else None,
+            before_call=fleet.look if settings.enforce else None,
             on_probed=fleet.probed,
             transport=transport,
             cancel=cancel,
@@ -222,8 +240,9 @@ def adopt_notes(session: Session) -> int:
         if session.pool_hosts is not None:  # this remote's notes are pools of this clone's API host
             for note in notes:
                 session.pool_hosts.remember(note.pool, api_host(session.settings.api))
-        # an unknown pool (a token not yet named) obeys every note: asking whose it is would spend
-        return session.notes.adopt_into(session.store, notes)
+        # an unknown pool (a token not yet named) obeys every note: asking whose it is would spend;
+        # with the pools known, a pause adopted from this remote whose note has gone ends too
+        return session.notes.adopt_into(session.store, notes, pools=pools)
     except Exception as exc:  # a garbage note must never crash a round
         log.warning("could not read the pause notes: %s", exc)
         return 0

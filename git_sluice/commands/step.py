@@ -24,7 +24,10 @@ log = logging.getLogger("git_sluice")
 def intake_for(session: Session, *, role: str = "step") -> tuple[Intake, LeaseKeeper]:
     """The rounds of this clone, reading leases as ``role`` sees them."""
     settings = session.settings
-    keeper = LeaseKeeper.configured(session.repo, settings, role=role, clock=session.clock, remote=session.remote)
+    keeper = LeaseKeeper.configured(
+        session.repo, settings, role=role, clock=session.clock, remote=session.remote,
+        call_deadline=session.forge.timeout,
+    )
 
     def branch_rev(branch: str) -> str | None:
         """The branch as the rounds' own fetch last saw it; the user's tracking ref until then."""

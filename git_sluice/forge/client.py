@@ -25,7 +25,7 @@ from __future__ import annotations
 import json as jsonlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -137,6 +137,7 @@ class Forge:
         on_pause: PauseListener | None = None,
         on_wait: WaitListener | None = None,
         probe_claim: ProbeClaim | None = None,
+        before_call: Callable[[str], None] | None = None,
         on_probed: ProbeListener | None = None,
         transport: httpx.BaseTransport | None = None,
         timeout: float = 30.0,
@@ -160,7 +161,7 @@ class Forge:
                 transport or httpx.HTTPTransport(),
                 Admission(
                     store, clock, self.waits, self.stats, enforce=enforce, permit_deadline=permit_deadline,
-                    on_wait=on_wait, probe_claim=probe_claim,
+                    on_wait=on_wait, probe_claim=probe_claim, before_call=before_call,
                 ),
                 on_pause=on_pause,
                 on_probed=on_probed,

@@ -26,6 +26,7 @@ Why each part exists:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -38,6 +39,8 @@ FinishKind = Literal["ok", "throttle", "spent", "failure", "not_attempted"]
 Effect = Literal["none", "paused", "extended", "released", "ramp", "advanced", "closed"]
 
 COHORT_SIZES: tuple[int, ...] = (1, 2, 4, 8)
+MAX_TIME = 253402300799.0
+"""The last second of the year 9999: a state holding a later time (or NaN) is malformed."""
 RAMP_WINDOW = 1.0
 # How soon a caller told to wait for the probe or a ramp cohort should ask
 # again: short, because the answer usually comes within one call's time.
@@ -72,6 +75,7 @@ class GateState:
     streak: int = 0
     paused_at: float | None = None
     source: str = "local"
+    origin: str | None = None  # adopted: where the note came from (a clone's remote), else None
     observe_only: bool = False
     held: int = 0  # callers told "paused" in this window (probe and ramp waits poll; not counted)
     probe: str | None = None
@@ -117,6 +121,7 @@ class GateState:
                 streak=int(data.get("streak", 0)),
                 paused_at=None if data.get("paused_at") is None else float(data["paused_at"]),
                 source=str(data.get("source", "local")),
+                origin=_opt_str(data.get("origin")),
                 observe_only=bool(data.get("observe_only", False)),
                 held=int(data.get("held", 0)),
                 probe=_opt_str(data.get("probe")),
@@ -132,7 +137,21 @@ class GateState:
             raise ValueError(f"malformed gate state: {exc}") from exc
         if state.phase not in _PHASES or not 0 <= state.cohort < len(COHORT_SIZES):
             raise ValueError(f"malformed gate state: phase {state.phase!r}, cohort {state.cohort}")
+        times = [state.until, state.cohort_opened_at, *(p.deadline for p in state.permits.values())]
+        if state.paused_at is not None:
+            times.append(state.paused_at)
+        if not all(math.isfinite(t) and 0 <= t <= MAX_TIME for t in times):
+            raise ValueError("malformed gate state: a time that is no time (not finite, negative or past 9999)")
         return state
+
+
+def sane(state: GateState, now: float, horizon: float) -> bool:
+    """Could this state have come from this host's own rules? Every pause ends within ``horizon``.
+
+    A row that fails this (a pause until the year 9999 written by an older
+    version, say) is discarded by the store, not obeyed (issue #14, point 1).
+    """
+    return state.phase == "open" or state.until <= now + horizon
 
 
 def _opt_str(value: Any) -> str | None:
@@ -205,6 +224,7 @@ def _open_pause(
         state.streak += 1
     state.paused_at = now
     state.source = source
+    state.origin = None
     state.observe_only = False
     state.held = 0
     state.probe = None
@@ -376,6 +396,8 @@ def finish(
             return "paused"
         # dispatched before the current window opened: the same window, no new escalation
         if state.phase == "paused":
+            # GitHub's own answer confirms the window: it is this host's now, whatever the notes say
+            state.source, state.origin = "local", None
             if until > state.until:
                 state.until = until
                 state.how = outcome.how
@@ -402,13 +424,34 @@ def finish(
     return "none"
 
 
-def adopt(state: GateState, until: float, cls: str | None, now: float, *, source: str = "remote") -> bool:
-    """Take on a pause another host observed, if it ends later than what we have."""
-    if until <= now:
+def adopt(
+    state: GateState, until: float, cls: str | None, now: float, *, source: str = "remote", origin: str | None = None
+) -> bool:
+    """Take on a pause another host observed, if it ends later than what we have.
+
+    The caller bounds ``until`` (by this host's horizon from when it first saw
+    the note); ``origin`` names where the note lives, so that its removal there
+    can end the pause (:func:`release_adopted`).
+    """
+    if not math.isfinite(until) or until <= now:
         return False
     if state.phase != "open" and until <= state.until:
         return False
     _open_pause(state, now, until, cls, "remote", escalate=False, source=source)
+    state.origin = origin
+    return True
+
+
+def release_adopted(state: GateState, now: float, origin: str) -> bool:
+    """The note an adopted pause came from is gone from ``origin``: end the pause now.
+
+    Only a pause still as adopted (no local answer confirmed or extended it:
+    those make it the host's own) and taken from that same ``origin``. Its
+    end is the usual one: the next call is the one probe.
+    """
+    if state.phase != "paused" or state.source == "local" or state.origin != origin or state.until <= now:
+        return False
+    state.until = now
     return True
 
 

@@ -29,7 +29,7 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -42,6 +42,12 @@ from ..errors import HostStoreError as HostStoreError
 from . import gate, rules
 
 log = logging.getLogger("git_sluice")
+
+ADOPT_HORIZON = float(rules.RESET_HORIZON)
+"""The longest pause this host sets on its own (1 h 5 min): an adopted pause ends at the latest
+this long after this host first saw its note, whatever the note says (issue #14, point 2)."""
+_SANE_SPAN = ADOPT_HORIZON + rules.JITTER_SPAN + 60.0
+"""A stored pause ending later than this from now came from no rule of this host: it is discarded."""
 
 SCHEMA_VERSION = 1
 DEFAULT_BUSY_TIMEOUT = 10.0
@@ -85,6 +91,16 @@ CREATE TABLE IF NOT EXISTS counters (
     PRIMARY KEY (pool, resource, name)
 );
 """
+
+
+_SCHEMA_PROBES = (
+    "SELECT pool, resource, state, updated_at FROM gates LIMIT 0",
+    "SELECT pool, resource, lim, remaining, used, reset, observed_at FROM rates LIMIT 0",
+    "SELECT pool, resource, bucket, counted, cost FROM ledger LIMIT 0",
+    "SELECT pool, resource, name, value FROM counters LIMIT 0",
+)
+"""Every column this module reads, asked for once per open (no rows read): a file with
+another schema is told apart at once, not at the first query that needs a missing column."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +257,8 @@ class HostStore:
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 conn.execute("COMMIT")
+            for probe in _SCHEMA_PROBES:
+                conn.execute(probe).fetchall()  # another schema fails here, and is rebuilt
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
@@ -261,6 +279,10 @@ class HostStore:
                 )
             if "malformed" in text or "not a database" in text:
                 return _Corrupt(str(exc))
+            if "no such column" in text or "no such table" in text or "has no column" in text:
+                # a file of another schema (another program's, or a version's gone wrong):
+                # unusable as it is, so moved aside and rebuilt like a corrupt one (issue #14, point 10)
+                return _Corrupt(f"another schema: {exc}")
             return HostStoreError(
                 f"the host state file {self.path} cannot be used: {exc}; check that the file and its "
                 "directory are writable by you and the disk is not full"
@@ -377,7 +399,9 @@ class HostStore:
             return gate.GateState(pool_id=pool)
         try:
             state = gate.GateState.from_dict(json.loads(row[0]))
-        except ValueError as exc:
+            if not gate.sane(state, self.clock.time(), _SANE_SPAN):
+                raise ValueError(f"a pause until {state.until!r}, past any this host sets")
+        except (ValueError, TypeError, RecursionError) as exc:
             log.warning("pause state for %s/%s in %s was unreadable (%s); starting it afresh", pool, resource, self.path, exc)
             return gate.GateState(pool_id=pool)
         state.pool_id = pool
@@ -493,18 +517,62 @@ class HostStore:
             return gate.throttled(until, cls, how)
         return {"ok": gate.OK, "failure": gate.FAILURE, "not_attempted": gate.NOT_ATTEMPTED}[outcome.kind]
 
-    def adopt(self, pool: str, resource: str, until: float, cls: str | None, *, source: str) -> bool:
-        """Take on a pause another host published; True if it paused (or lengthened the pause) here."""
+    def adopt(
+        self,
+        pool: str,
+        resource: str,
+        until: float,
+        cls: str | None,
+        *,
+        source: str,
+        seen_at: float | None = None,
+        origin: str | None = None,
+    ) -> bool:
+        """Take on a pause another host published; True if it paused (or lengthened the pause) here.
+
+        Anything may be in a note: the pause ends at the latest :data:`ADOPT_HORIZON`
+        after ``seen_at`` (when this host first saw the note, by its own clock;
+        now if not given). ``origin`` names where the note lives
+        (:meth:`release_adopted`).
+        """
 
         def op(conn: sqlite3.Connection) -> bool:
             with self._write(conn):
                 now = self.clock.time()
+                first = now if seen_at is None or not seen_at <= now else seen_at
+                bounded = min(until, first + ADOPT_HORIZON) if until == until else now
                 state = self._load(conn, pool, resource)
                 gate.expire(state, now)
-                changed = gate.adopt(state, until, cls, now, source=source)
+                changed = gate.adopt(state, bounded, cls, now, source=source, origin=origin)
                 if changed:
                     self._save(conn, pool, resource, state, now)
             return changed
+
+        return self._run(op)
+
+    def release_adopted(self, origin: str, pools: Collection[str], present: Collection[tuple[str, str]]) -> int:
+        """End the pauses adopted from ``origin`` whose note is no longer there (issue #14, point 2).
+
+        ``present`` is every (pool, resource) with a note at ``origin`` now; a
+        pause this host confirmed itself (a local answer) is never ended here.
+        Returns how many pauses were ended.
+        """
+        wanted = set(pools)
+        there = set(present)
+
+        def op(conn: sqlite3.Connection) -> int:
+            ended = 0
+            with self._write(conn):
+                now = self.clock.time()
+                keys = conn.execute("SELECT pool, resource FROM gates").fetchall()
+                for pool, resource in keys:
+                    if pool not in wanted or (pool, resource) in there:
+                        continue
+                    state = self._load(conn, pool, resource)
+                    if gate.release_adopted(state, now, origin):
+                        self._save(conn, pool, resource, state, now)
+                        ended += 1
+            return ended
 
         return self._run(op)
 
@@ -518,8 +586,10 @@ class HostStore:
             for pool, resource, text in rows.fetchall():
                 try:
                     state = gate.GateState.from_dict(json.loads(text))
-                except ValueError:
+                except (ValueError, TypeError, RecursionError):
                     continue
+                if not gate.sane(state, now, _SANE_SPAN):
+                    continue  # discarded by the next write of it; never shown
                 state.pool_id = pool
                 gate.expire(state, now)  # what the next caller will find; nothing is written
                 if state.phase != "open":

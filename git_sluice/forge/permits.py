@@ -40,13 +40,22 @@ class Admission:
     def __init__(
         self, store: HostStore, clock: Clock, waits: Waits, stats: Stats, *, enforce: bool, permit_deadline: float,
         on_wait: WaitListener | None = None, probe_claim: ProbeClaim | None = None,
+        before_call: Callable[[str], None] | None = None,
     ) -> None:
         self.store, self.clock, self.waits, self.stats = store, clock, waits, stats
         self.enforce, self.permit_deadline = enforce, permit_deadline
         self.on_wait, self.probe_claim = on_wait, probe_claim
+        # told the pool before each call asks for a permit: the fleet's pauses get a chance
+        # to reach the host store first (a rate-limited check of the pause notes, issue #14 point 14)
+        self.before_call = before_call
 
     def admit(self, pool: str, resource: str, *, wait: bool, deadline: float | None) -> Permit:
         said_paused = False
+        if self.before_call is not None:
+            try:
+                self.before_call(pool)
+            except Exception:  # a check that fails must never stop a call
+                pass
         while True:
             self.waits.check()
             decision = self.store.acquire(pool, resource, deadline=self.permit_deadline, enforce=self.enforce)

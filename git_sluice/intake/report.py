@@ -19,7 +19,7 @@ class RoundReport:
     """What a round did, or why it did nothing; printed by ``intake`` and kept for ``status``."""
 
     branch: str
-    outcome: str  # taken-in | within-interval | deferred | paused | failed
+    outcome: str  # taken-in | within-interval | deferred | unleased | paused | failed
     why: str
     holder: str | None = None
     started_at: float = 0.0

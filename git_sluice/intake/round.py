@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..clock import Clock, rfc3339
-from ..errors import AllowanceSpent
+from ..errors import AllowanceSpent, LeaseLapsed
 from ..forge.client import Forge
 from ..remote.lease import LeaseView
 from ..statefile import file_lock, held
@@ -82,6 +82,7 @@ class Intake:
         self.rounds = RoundsLog(self.sluice_dir)
         self.watch = watch
         """The host watch (None: this clone asks for itself, the old way)."""
+        self._guarding: str | None = None
 
     # -- the round ---------------------------------------------------------
     def round(self, branch: str, *, reason: str = "discovery", wait: bool = False, deadline: float | None = None) -> RoundReport:
@@ -89,8 +90,11 @@ class Intake:
         lease = self.lease_reader(branch)
         holder = lease.holder if lease is not None and lease.oid is not None else None
         if lease is not None and not lease.takes_in:
-            log.debug("%s: %s holds the lease: no call, this clone's entries withdrawn", branch, lease.holder or "a foreign mark")
-            report = self._defer(branch, lease, started)
+            if _own_failure(lease):
+                report = self._unleased(branch, lease, started)
+            else:
+                log.debug("%s: %s holds the lease: no call, this clone's entries withdrawn", branch, lease.holder or "a foreign mark")
+                report = self._defer(branch, lease, started)
             self.rounds.record(report)
             return report
         lock = file_lock(self.sluice_dir / f"round-{_safe(branch)}.lock", timeout=ROUND_LOCK_TIMEOUT)
@@ -113,12 +117,16 @@ class Intake:
             last = self.discovery_log.last(branch)
             base_moved = last is not None and last.rev is not None and rev is not None and last.rev != rev
             try:
+                self._guarding = branch
                 self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline)
                 # Local movement asks at once but does not wind the discovery clock: a hook's round
                 # between ticks must not push the driver's next tick back (issue 12).
                 wound = last.asked_at if reason in LOCAL_MOVEMENT_REASONS and last is not None else now
                 self.discovery_log.record(branch, asked_at=wound, rev=rev)
                 report.next_discovery = now + self.discovery
+            except LeaseLapsed as exc:
+                # this host's own lease ran out mid-round: it stops here, its successor goes on
+                report.outcome, report.why = "unleased", str(exc)
             except AllowanceSpent as exc:
                 report.outcome, report.why, report.paused_until = "paused", str(exc), exc.until
                 raise
@@ -126,6 +134,7 @@ class Intake:
                 report.outcome, report.why = "failed", str(exc) or type(exc).__name__
                 raise
             finally:
+                self._guarding = None
                 _account(report, before, self.forge)
                 report.finished_at = self.clock.time()
                 self.rounds.record(report)
@@ -160,11 +169,15 @@ class Intake:
         report = RoundReport(branch, "taken-in", f"the host watch's tick {watched.tick}", holder=holder,
                              started_at=started)
         try:
+            self._guarding = branch
             self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline,
                           watched=watched, since=(epoch, seen))
             self.discovery_log.record(branch, asked_at=now, rev=rev)
             self.watch.cursor.set(branch, watched.epoch, watched.tick)
             report.next_discovery = watched.next_at
+        except LeaseLapsed as exc:
+            # this host's own lease ran out mid-round: it stops here, its successor goes on
+            report.outcome, report.why = "unleased", str(exc)
         except AllowanceSpent as exc:
             report.outcome, report.why, report.paused_until = "paused", str(exc), exc.until
             raise
@@ -172,10 +185,39 @@ class Intake:
             report.outcome, report.why = "failed", str(exc) or type(exc).__name__
             raise
         finally:
+            self._guarding = None
             _account(report, before, self.forge)
             report.finished_at = self.clock.time()
             self.rounds.record(report)
         return report
+
+    def _check_lease(self) -> None:
+        """Between the calls of a round: is the branch still this host's to take in?
+
+        A holder cut off from the remote cannot renew; by its own clock its lease
+        lapses (less one call's deadline), and from then on it starts no call
+        (issue #14, point 5): the host that takes over never overlaps it.
+        """
+        branch = self._guarding
+        if branch is None:
+            return
+        lease = self.lease_reader(branch)
+        if lease is not None and not lease.takes_in:
+            raise LeaseLapsed(branch, lease.describe())
+
+    def _unleased(self, branch: str, lease: LeaseView, now: float) -> RoundReport:
+        """A writer without its own live mark: no call, and the queue is left as it is (no one
+        else is known to hold the branch, so nothing is withdrawn in anyone's name)."""
+        if lease.blocked is not None:
+            why = f"the lease cannot be written: {lease.blocked}"
+        elif lease.mine:
+            why = "this host's lease has lapsed by its own clock (it could not renew it)"
+        else:
+            why = f"this host could not take the lease ({lease.note or 'no mark of its own'})"
+        return RoundReport(
+            branch, "unleased", why + "; no call until it holds the lease again",
+            holder=lease.holder, started_at=now, finished_at=now,
+        )
 
     def _defer(self, branch: str, lease: LeaseView, now: float) -> RoundReport:
         holder = lease.holder or "an unknown holder (a mark that is not a lease record)"
@@ -219,7 +261,7 @@ class Intake:
         result = gq.ParseResult()
         if to_read:
             result = gq.read_all(
-                lambda query, variables: self.forge.graphql(query, variables, wait=wait, deadline=deadline),
+                lambda query, variables: self._guarded_graphql(query, variables, wait=wait, deadline=deadline),
                 self.owner, self.name, sorted(to_read), base=branch, open_count=len(items),
             )
         report.read = sorted(to_read)
@@ -277,6 +319,7 @@ class Intake:
         )
         pages = 0
         while url is not None and pages < 100:
+            self._check_lease()
             answer = self.forge.get(url, wait=wait, deadline=deadline).raise_for_status()
             page = answer.json()
             if not isinstance(page, list):
@@ -285,6 +328,10 @@ class Intake:
             url = answer.next_url()
             pages += 1
         return items
+
+    def _guarded_graphql(self, query: str, variables: Any, *, wait: bool, deadline: float | None) -> Any:
+        self._check_lease()
+        return self.forge.graphql(query, variables, wait=wait, deadline=deadline)
 
     def _checks_address(self, sha: str, suffix: str) -> str:
         return f"repos/{self.owner}/{self.name}/commits/{sha}/{suffix}"
@@ -296,10 +343,20 @@ class Intake:
         """Conditional GETs of a head's check runs and combined status: free while nothing changed."""
         moved = False
         for suffix in ("check-runs", "status"):
+            self._check_lease()
             answer = self.forge.get(self._checks_address(sha, suffix), wait=wait, deadline=deadline)
             if answer.status == 200 and not answer.from_kept:
                 moved = True
         return moved
+
+
+def _own_failure(lease: LeaseView) -> bool:
+    """Not taking in because of this host's own lease (none won, lapsed, blocked), not another's."""
+    if lease.blocked is not None:
+        return True
+    if lease.mine:
+        return True
+    return lease.writer and (lease.oid is None or not lease.live)
 
 
 def _snapshot(forge: Forge) -> tuple[int, int, int, int]:

@@ -69,6 +69,7 @@ def sluice_refspecs(pools: Sequence[str] | None) -> list[str]:
 RECORD_NAME = "git-sluice"
 RECORD_EMAIL = "sluice@localhost"
 
+_OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 _WON_FLAGS = frozenset(" +*-")
 _RACE_MARKERS = (
     "stale info",  # our client saw a different value than we expected
@@ -206,15 +207,25 @@ class RemoteGit:
         # Records carry this clock's time, so tests with fake time get distinct records.
         self.clock = clock if clock is not None else default_clock()
         self.timeout = timeout
+        # told the monotonic start of every successful fetch (the observation stores: a mark
+        # is known unchanged only as far as a fetch that succeeded, issue #14 point 11)
+        self._on_fetched: dict[object, Callable[[float], None]] = {}
+
+    def on_fetched(self, key: object, listener: Callable[[float], None]) -> None:
+        """Call ``listener(started)`` after every successful fetch; one listener per ``key``."""
+        self._on_fetched[key] = listener
 
     # --- running git ---------------------------------------------------------
 
-    def _run_network(self, operation: str, args: list[str]) -> subprocess.CompletedProcess[str]:
+    def _run_network(
+        self, operation: str, args: list[str], *, timeout: float | None = None
+    ) -> subprocess.CompletedProcess[str]:
         env = {INTERNAL_ENV: "1", "GIT_TERMINAL_PROMPT": "0"}
+        limit = self.timeout if timeout is None else timeout
         try:
-            return self.repo.git("-c", "core.hooksPath=/dev/null", *args, check=False, env=env, timeout=self.timeout)
+            return self.repo.git("-c", "core.hooksPath=/dev/null", *args, check=False, env=env, timeout=limit)
         except subprocess.TimeoutExpired as exc:
-            raise RemoteUnreachable(self.remote, operation, f"no answer within {self.timeout:g} s") from exc
+            raise RemoteUnreachable(self.remote, operation, f"no answer within {limit:g} s") from exc
         except OSError as exc:
             raise RemoteUnreachable(self.remote, operation, f"cannot run git: {exc}") from exc
 
@@ -261,8 +272,11 @@ class RemoteGit:
         ]
         attempts = 4
         for attempt in range(1, attempts + 1):
+            started = self.clock.monotonic()
             proc = self._run_network("fetch from", args)
             if proc.returncode == 0:
+                for listener in list(self._on_fetched.values()):
+                    listener(started)
                 return
             said = proc.stderr.lower()
             local = any(marker in said for marker in _LOCAL_CONTENTION)
@@ -271,6 +285,23 @@ class RemoteGit:
             if attempt == attempts:
                 raise GitFailed(("fetch", self.remote), proc.returncode, scrub(proc.stderr))
             self.clock.sleep(0.02 * attempt)
+
+    def list_remote(self, pattern: str, *, timeout: float = 5.0) -> dict[str, str]:
+        """``git ls-remote --refs`` of one pattern: the remote's refs there, without fetching them.
+
+        The cheap look between fetches at whether the pause notes moved (issue #14,
+        point 14); its short ``timeout`` keeps a remote out of reach from delaying
+        the call it precedes by more than that.
+        """
+        proc = self._run_network("list refs of", ["ls-remote", "--refs", self.remote, pattern], timeout=timeout)
+        if proc.returncode != 0:
+            raise RemoteUnreachable(self.remote, "list refs of", self._last_words(proc.stderr))
+        found: dict[str, str] = {}
+        for line in proc.stdout.splitlines():
+            oid, _, ref = line.partition("\t")
+            if ref and _OID.fullmatch(oid):
+                found[ref] = oid
+        return found
 
     # --- compare-and-swap push ----------------------------------------------
 
@@ -331,9 +362,13 @@ class RemoteGit:
 
     # --- records -------------------------------------------------------------
 
-    def write_record(self, message: str) -> str:
-        """A parentless commit on the empty tree: a record ``git log -1`` can read."""
-        when = int(self.clock.time())
+    def write_record(self, message: str, *, when: int | None = None) -> str:
+        """A parentless commit on the empty tree: a record ``git log -1`` can read.
+
+        ``when`` fixes the commit time (lease records: the same record is then the
+        same object, never new garbage); by default this clock's time.
+        """
+        when = int(self.clock.time()) if when is None else int(when)
         signature = pygit2.Signature(RECORD_NAME, RECORD_EMAIL, when, 0)
         with self.repo.lock:
             raw = self.repo.raw

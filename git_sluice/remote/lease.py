@@ -12,7 +12,9 @@ decision reads.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 from dataclasses import dataclass
 
 LEASE_PREFIX = "refs/sluice/intake/"
@@ -24,6 +26,16 @@ MAX_LEASE = 86_400.0
 block a branch for days: garbage ages on the reader's own lease."""
 
 ACTIONS = ("take", "renew", "take_over", "hold", "defer", "none")
+
+RENEWAL_CYCLE = 16
+"""Renewals count modulo this, and a record's commit carries no time (:data:`RECORD_TIME`), so a
+holder's records are the same 16 objects for ever (issue #14, point 12): a renewal every third of
+a lease left a new unreachable object each time (723 a day per branch, two weeks' garbage in the
+remote and every clone). The mark still changes at every renewal, which is all an observer
+reads; only one who saw no fetch for 16 renewals (5 1/3 leases) could mistake a live mark for
+a still one, and a writer then still needs its own compare-and-swap to win."""
+RECORD_TIME = 1_000_000_000
+"""The commit time of every lease record (2001-09-09): the same record is the same object."""
 
 _SUBJECT = "git-sluice lease for {branch}"
 _TRAILERS = ("Holder", "Role", "Lease", "Renewal", "Sluice-Version")
@@ -71,6 +83,22 @@ def check_name(kind: str, value: str) -> str:
     return value
 
 
+_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+_VERSION = re.compile(r"[\x21-\x7e]{1,64}")
+
+
+def check_host(kind: str, value: str) -> str:
+    """A host name as ``sluice.host`` allows it: anything else in a record is not from a host.
+
+    Names read from records are printed (``status``, the log): a tab, a
+    control character or 5,000 characters there come from no git-sluice
+    (issue #14, point 10), so such a record is garbage, never shown as a name.
+    """
+    if not _HOST.fullmatch(value):
+        raise ValueError(f"{kind} {value[:80]!r} is not a host name ([A-Za-z0-9._-], 63 at most)")
+    return value
+
+
 @dataclass(frozen=True)
 class LeaseRecord:
     """What a lease ref's commit message says: who holds, as what, for how long."""
@@ -110,19 +138,19 @@ class LeaseRecord:
         holder = trailers["holder"]
         role = trailers["role"]
         version = trailers["sluice-version"]
-        if not holder or not version or role not in MARK_ROLES:
+        if not _HOST.fullmatch(holder) or not _VERSION.fullmatch(version) or role not in MARK_ROLES:
             return None
         try:
             lease = float(trailers["lease"])
             renewal = int(trailers["renewal"])
         except ValueError:
             return None
-        if not math.isfinite(lease) or not (0 < lease <= MAX_LEASE) or renewal < 0:
+        if not math.isfinite(lease) or not (0 < lease <= MAX_LEASE) or not 0 <= renewal <= 2**53:
             return None
         return cls(holder=holder, role=role, lease=lease, renewal=renewal, version=version)
 
     def renewed(self, *, role: str, lease: float, version: str) -> LeaseRecord:
-        return LeaseRecord(self.holder, role, lease, self.renewal + 1, version)
+        return LeaseRecord(self.holder, role, lease, (self.renewal + 1) % RENEWAL_CYCLE, version)
 
 
 @dataclass(frozen=True)
@@ -144,6 +172,9 @@ class Observation:
     oid: str
     first_seen: float
     boot_id: str
+    confirmed_at: float | None = None
+    """When the last successful fetch of this clone began (same clock): the mark is known
+    unchanged only up to then. None: no fetch succeeded in this boot (issue #14, point 11)."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +191,18 @@ class Decision:
     @property
     def writes(self) -> bool:
         return self.action in ("take", "renew", "take_over")
+
+
+def judged_lease(record: LeaseRecord | None, lease: float) -> float:
+    """How long another host's mark stands by this host's judgement: at most this host's own lease.
+
+    Anyone who can push can write a record claiming a day (issue #14, point 3):
+    a claim longer than this host's configured lease is judged by this host's,
+    so no record blocks a branch for longer than the reader itself would hold it.
+    """
+    if record is None:
+        return lease
+    return min(record.lease, lease)
 
 
 def _ago(seconds: float | None) -> str:
@@ -218,10 +261,12 @@ def decide(
             return Decision("renew", f"this host's mark, last written {_ago(since)} ago", write_role)
         return Decision("hold", f"this host's mark, written {_ago(since)} ago")
     holder = record.holder if record is not None else "an unknown holder (not a lease record)"
-    mark_lease = record.lease if record is not None else lease
+    mark_lease = judged_lease(record, lease)
     if role == "driver" and record is not None and record.role == "wait":
         return Decision("take_over", f"a driver takes the wait mark of {holder} at once", write_role=role)
     seen = f"seen unchanged for {_ago(observed_for)} of its {format_seconds(mark_lease)} s lease"
+    if record is not None and record.lease > lease:
+        seen += f" (it claims {format_seconds(record.lease)} s; judged by this host's own)"
     if observed_for is not None and observed_for >= mark_lease:
         if role == "step":
             return Decision("none", f"the mark of {holder} has lapsed ({seen}): no live holder")
@@ -237,6 +282,14 @@ class LeaseView:
     mark, or since it first saw another's. ``live`` says the mark is within its
     lease by that age; for this host's own mark with no known write time it is
     False (nothing vouches for it). ``note`` says what the last decision was.
+
+    ``writer`` says the viewing role writes marks (a driver or a wait): such a
+    host takes a branch in only on its own mark, won by its own
+    compare-and-swap push and still live by its own clock less ``margin`` (one
+    call's whole deadline, so a call started just before the end cannot outlast
+    the lease). A step, which never writes, takes in where no one holds.
+    ``blocked`` names a refusal that is not a race (issue #14, point 4): a
+    host that could not write its mark for such a reason never takes in.
     """
 
     branch: str
@@ -250,6 +303,9 @@ class LeaseView:
     live: bool
     record: LeaseRecord | None = None
     note: str = ""
+    writer: bool = False
+    margin: float = 0.0
+    blocked: str | None = None
 
     @property
     def ref(self) -> str:
@@ -260,11 +316,34 @@ class LeaseView:
         return self.oid is None
 
     @property
+    def holding(self) -> bool:
+        """This host's own mark, live by its own clock with a call's deadline to spare."""
+        return (
+            self.mine
+            and self.live
+            and self.age is not None
+            and self.age + self.margin < self.lease
+        )
+
+    @property
     def takes_in(self) -> bool:
-        """This host takes the branch in: no mark, its own mark, or a lapsed one."""
-        return self.oid is None or self.mine or not self.live
+        """This host takes the branch in now.
+
+        A writer: only on its own live mark (never on "no mark" or a lapsed one:
+        those mean its own push did not win). A step: no mark, its own live
+        mark, or a lapsed one. Nobody, while a refusal blocks the lease.
+        """
+        if self.blocked is not None:
+            return False
+        if self.writer:
+            return self.holding
+        if self.mine:
+            return self.holding
+        return self.oid is None or not self.live
 
     def describe(self) -> str:
+        if self.blocked is not None:
+            return f"{self.branch}: the lease cannot be written ({self.blocked}); not taking it in"
         if self.oid is None:
             return f"{self.branch}: no lease (this host alone)"
         who = "this host" if self.mine else (self.holder or "unknown holder")
@@ -273,19 +352,10 @@ class LeaseView:
         return f"{self.branch}: {kind} of {who}, {_ago(self.age)} old, {state}"
 
     def with_note(self, note: str) -> LeaseView:
-        return LeaseView(
-            self.branch,
-            self.oid,
-            self.holder,
-            self.role,
-            self.age,
-            self.lease,
-            self.garbage,
-            self.mine,
-            self.live,
-            self.record,
-            note,
-        )
+        return dataclasses.replace(self, note=note)
+
+    def with_block(self, reason: str) -> LeaseView:
+        return dataclasses.replace(self, blocked=reason, note=f"refused by the remote: {reason}")
 
 
 def lease_view(
@@ -297,19 +367,27 @@ def lease_view(
     written_ago: float | None,
     lease: float,
     note: str = "",
+    writer: bool = False,
+    margin: float = 0.0,
 ) -> LeaseView:
-    """Summarise a mark for people and rounds; ``lease`` is this host's configured one."""
+    """Summarise a mark for people and rounds; ``lease`` is this host's configured one.
+
+    Another host's mark is judged by at most this host's own lease
+    (:func:`judged_lease`); one never observed by a successful fetch
+    (``observed_for`` None) counts as live.
+    """
     if mark is None:
-        return LeaseView(branch, None, None, None, None, lease, False, False, False, None, note)
+        return LeaseView(branch, None, None, None, None, lease, False, False, False, None, note, writer, margin)
     record = mark.record
     mine = record is not None and record.holder == me
-    effective = record.lease if record is not None else lease
     if mine:
+        effective = record.lease if record is not None else lease
         age = written_ago
         live = written_ago is not None and written_ago < effective
         if age is None:
             age = observed_for
     else:
+        effective = judged_lease(record, lease)
         age = observed_for
         live = observed_for is None or observed_for < effective
     return LeaseView(
@@ -324,4 +402,6 @@ def lease_view(
         live=live,
         record=record,
         note=note,
+        writer=writer,
+        margin=margin,
     )

@@ -19,6 +19,7 @@ from ..clock import Clock
 from ..errors import RemoteRefused
 from .lease import (
     MARK_ROLES,
+    RECORD_TIME,
     ROLES,
     Decision,
     LeaseRecord,
@@ -32,9 +33,23 @@ from .lease import (
 from .observe import ObservationStore
 
 if TYPE_CHECKING:
+    from .git import CasUpdate, RefOutcome
+
+if TYPE_CHECKING:
     from ..config import Settings
     from ..repo import Repo
     from .git import RemoteGit
+
+def _not_a_race(remote: str, ref: str, said: str) -> str:
+    """A refusal that re-reading showed was no race: say so, and what is likely in the way."""
+    parent = ref.rsplit("/", 1)[0]
+    return (
+        f"{said}; no other writer moved {ref}, so this is no race: something on the remote stops "
+        f"the update (a ref such as {parent} in the way of the refs under it, a hook or a protection); "
+        f"look with `git ls-remote {remote} 'refs/sluice/*'` and delete what is in the way "
+        f"(`git push {remote} :{parent}`)"
+    )
+
 
 _DONE = {"take": "took the lease", "renew": "renewed the lease", "take_over": "took the lease over"}
 
@@ -74,20 +89,35 @@ class LeaseKeeper:
         self.clock = clock
         self.version = version
         self.observations = observations or ObservationStore(repo.sluice_dir, clock)
+        self.margin = 0.0
+        register = getattr(remote, "on_fetched", None)
+        if register is not None:
+            register(("observations", str(self.observations.path), self.observations.boot), self.observations.fetched)
 
     @classmethod
     def configured(
-        cls, repo: Repo, settings: Settings, *, role: str, clock: Clock, remote: RemoteGit | None = None
+        cls,
+        repo: Repo,
+        settings: Settings,
+        *,
+        role: str,
+        clock: Clock,
+        remote: RemoteGit | None = None,
+        call_deadline: float = 0.0,
     ) -> LeaseKeeper:
         """The keeper the clone's config describes (host, lease, remote): the one wiring every role uses.
 
         Without ``remote`` it only reads what was last fetched until asked to push (no token, no network).
+        ``call_deadline`` is one forge call's whole deadline: a holder stops taking in that long
+        before its own lease lapses (at most half the lease), so no call outlasts it.
         """
         if remote is None:
             from .git import RemoteGit  # a writer's: a reader (status) gets by without libgit2
 
             remote = RemoteGit(repo, settings.remote, clock=clock)
-        return cls(repo, remote, host=settings.host, role=role, lease=settings.lease, clock=clock)
+        keeper = cls(repo, remote, host=settings.host, role=role, lease=settings.lease, clock=clock)
+        keeper.margin = max(0.0, min(call_deadline, settings.lease / 2))
+        return keeper
 
     # --- reading -------------------------------------------------------------
 
@@ -127,6 +157,8 @@ class LeaseKeeper:
                 written_ago=None if written is None else max(0.0, now - written),
                 lease=self.lease,
                 note=decision.reason,
+                writer=self.role in MARK_ROLES,
+                margin=self.margin,
             )
             result[branch] = _Assessment(branch, mark, view, decision)
         return result
@@ -169,7 +201,7 @@ class LeaseKeeper:
         updates: list[CasUpdate] = []
         for assessment in wanted:
             record = self._record_for(assessment)
-            oid = self.remote.write_record(record.to_message(assessment.branch))
+            oid = self.remote.write_record(record.to_message(assessment.branch), when=RECORD_TIME)
             expected = assessment.mark.oid if assessment.mark is not None else None
             updates.append(CasUpdate(lease_ref(assessment.branch), oid, expected))
         started = self.clock.monotonic()
@@ -178,18 +210,20 @@ class LeaseKeeper:
         if won:
             self.observations.wrote(won, at=started)
         notes: dict[str, str] = {}
+        blocked: dict[str, str] = {}
         reread: list[str] = []
-        refused = None
+        raced: list[tuple[str, CasUpdate, RefOutcome]] = []
         for assessment, update, outcome in zip(wanted, updates, outcomes):
             action = assessment.decision.action
             if outcome.won:
                 notes[assessment.branch] = f"{_DONE[action]}: {assessment.decision.reason}"
             elif outcome.refused:
-                refused = refused or outcome
-                notes[assessment.branch] = f"refused by the remote: {outcome.reason or outcome.summary}"
+                blocked[assessment.branch] = outcome.reason or outcome.summary
             else:
                 reread.append(assessment.branch)
                 notes[assessment.branch] = f"lost the race to {action.replace('_', ' ')}; read again"
+                if outcome.lost_race and not outcome.up_to_date:
+                    raced.append((assessment.branch, update, outcome))
         if reread:
             self.remote.fetch()
             unknown = {
@@ -200,10 +234,18 @@ class LeaseKeeper:
             if unknown:
                 # the remote applied a push it failed to report: it is ours, from `started`
                 self.observations.wrote(unknown, at=started)
+            for branch, update, outcome in raced:
+                if self.repo.ref(update.ref) == update.expected:
+                    # No one moved the ref: the "lost race" was not one (issue #14, point 4) —
+                    # e.g. a ref `refs/sluice/intake` in the way of every lease under it.
+                    blocked[branch] = _not_a_race(self.remote.remote, update.ref, outcome.reason or outcome.summary)
         final = self._assess(branches)
         views = {b: a.view.with_note(notes.get(b, a.view.note)) for b, a in final.items()}
-        if refused is not None:
-            raise RemoteRefused(self.remote.remote, refused.ref, refused.reason or refused.summary)
+        for branch, reason in blocked.items():
+            views[branch] = views[branch].with_block(reason)
+        if blocked:
+            branch = next(iter(blocked))
+            raise RemoteRefused(self.remote.remote, lease_ref(branch), blocked[branch], views=views)
         return views
 
     def release(self, branches: Sequence[str]) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,10 +26,14 @@ from ..clock import Clock
 from ..errors import PublishFailed as PublishFailed
 from ..repo import Repo
 from .git import CasUpdate, RemoteGit, RemoteRefused
-from .lease import check_name, format_seconds, parse_trailers
+from .lease import check_host, check_name, format_seconds, parse_trailers
 from .observe import ObservationStore
 
 PAUSE_PREFIX = "refs/sluice/pause/"
+MAX_UNTIL = 253402300799.0
+"""The last second of 9999: a later ``Until`` (1e300, say) is no time at all, and the note garbage.
+Any earlier one is still bounded by the adopting host's horizon (:meth:`PauseNotes.adopt_into`)."""
+MAX_EPOCH = 2**53
 CLASSES = ("primary", "secondary", "unknown")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -63,15 +67,15 @@ class PauseNote:
 
     def check(self) -> PauseNote:
         pause_ref(self.pool, self.resource)
-        check_name("host", self.host)
+        check_host("host", self.host)
         if self.probe is not None:
-            check_name("probe host", self.probe)
+            check_host("probe host", self.probe)
         if self.cls not in CLASSES:
             raise ValueError(f"pause class {self.cls!r} is not one of {', '.join(CLASSES)}")
-        if not math.isfinite(self.until) or self.until < 0:
+        if not math.isfinite(self.until) or not 0 <= self.until <= MAX_UNTIL:
             raise ValueError(f"pause until {self.until!r} is not a time")
-        if self.epoch < 0:
-            raise ValueError(f"epoch {self.epoch} is negative")
+        if not 0 <= self.epoch <= MAX_EPOCH:
+            raise ValueError(f"epoch {self.epoch} is out of range")
         return self
 
     def to_message(self, version: str = __version__) -> str:
@@ -127,7 +131,12 @@ def merge(a: PauseNote, b: PauseNote) -> PauseNote:
 class PauseStore(Protocol):
     """The part of the forge's host store that takes pauses in from other hosts."""
 
-    def adopt(self, pool: str, resource: str, until: float, cls: str, *, source: str) -> object: ...
+    def adopt(
+        self, pool: str, resource: str, until: float, cls: str, *, source: str,
+        seen_at: float | None = None, origin: str | None = None,
+    ) -> object: ...
+
+    def release_adopted(self, origin: str, pools: Collection[str], present: Collection[tuple[str, str]]) -> int: ...
 
 
 class PauseNotes:
@@ -154,6 +163,9 @@ class PauseNotes:
         self.probe_timeout = probe_timeout
         self.version = version
         self.observations = observations or ObservationStore(repo.sluice_dir, clock)
+        register = getattr(remote, "on_fetched", None)
+        if register is not None:
+            register(("observations", str(self.observations.path), self.observations.boot), self.observations.fetched)
 
     # --- reading -------------------------------------------------------------
 
@@ -184,6 +196,21 @@ class PauseNotes:
             if note is not None:
                 notes.append(note)
         return notes
+
+    def check_remote(self, pool: str) -> bool:
+        """Look at the remote's pause notes of ``pool`` (``ls-remote``); fetch them if they moved.
+
+        True if the mirror changed. Costs one connection, and a fetch only when
+        a note was published, changed or removed since the last fetch.
+        """
+        check_component("pool id", pool)
+        prefix = f"{PAUSE_PREFIX}{pool}/"
+        there = self.remote.list_remote(prefix + "*")
+        here = self.repo.refs_under(prefix)
+        if there == here:
+            return False
+        self.remote.fetch()
+        return True
 
     # --- writing -------------------------------------------------------------
 
@@ -263,17 +290,57 @@ class PauseNotes:
 
     # --- adoption ------------------------------------------------------------
 
-    def adopt_into(self, store: PauseStore, notes: Iterable[PauseNote] | None = None) -> int:
+    @property
+    def remote_key(self) -> str:
+        """The remote these notes live on, whichever clone of it this is (the look's rate is per host)."""
+        return self.repo.config_get(f"remote.{self.remote.remote}.url") or self.remote.remote
+
+    @property
+    def origin(self) -> str:
+        """Where these notes live, as the host store remembers an adopted pause's source."""
+        url = self.repo.config_get(f"remote.{self.remote.remote}.url") or self.remote.remote
+        return f"{url}#{self.repo.common_dir}"
+
+    def first_seen(self, notes: Iterable[PauseNote]) -> dict[str, float]:
+        """When this host first saw each note's object, as a wall time of its own clock.
+
+        Kept by object id in the observation store (monotonic, per boot), so a
+        note re-written with a later ``Until`` is a new sighting, and the same
+        note seen for hours is the same one (its ceiling does not move on).
+        """
+        listed = list(notes)
+        oids = {n.ref: self.repo.ref(n.ref) for n in listed}
+        seen = self.observations.observe_many(oids)
+        now_wall, now_mono = self.clock.time(), self.clock.monotonic()
+        result: dict[str, float] = {}
+        for ref, obs in seen.items():
+            if obs is not None and obs.first_seen <= now_mono:
+                result[ref] = now_wall - (now_mono - obs.first_seen)
+        return result
+
+    def adopt_into(
+        self, store: PauseStore, notes: Iterable[PauseNote] | None = None, *, pools: Collection[str] | None = None
+    ) -> int:
         """Hand every note still running to the host store; returns how many were handed.
 
         Notes whose ``until`` has passed are skipped: there is nothing left to
-        pause. The store is expected to treat a pause it already has as a no-op.
+        pause. The store bounds each by its horizon from when this host first
+        saw it, and treats a pause it already has as a no-op. With ``pools``
+        (the pools these notes concern), a pause adopted from here whose note
+        has gone is ended (no local answer confirmed it).
         """
         now = self.clock.time()
+        listed = list(self.local() if notes is None else notes)
+        seen = self.first_seen(listed)
         adopted = 0
-        for note in self.local() if notes is None else notes:
+        for note in listed:
             if note.until <= now:
                 continue
-            store.adopt(note.pool, note.resource, note.until, note.cls, source=note.host)
+            store.adopt(
+                note.pool, note.resource, note.until, note.cls, source=note.host,
+                seen_at=seen.get(note.ref), origin=self.origin,
+            )
             adopted += 1
+        if pools is not None:
+            store.release_adopted(self.origin, pools, {(n.pool, n.resource) for n in listed})
         return adopted

@@ -14,6 +14,12 @@ Beside what was seen, the store keeps when this host last *wrote* each ref
 (the monotonic time just before its push began), because "renew every third
 of a lease" must count from the write, not from when a fetch happened to
 bring the object back.
+
+And it keeps when the clone's last *successful* fetch of the leases began: a
+mark is known unchanged only up to that moment (issue #14, point 11). A host
+whose fetches fail sees nothing, so the mark it last saw cannot age into a
+lapse while the remote is out of reach: an outage of the git service never
+turns every host into a taker-in.
 """
 
 from __future__ import annotations
@@ -53,6 +59,18 @@ class ObservationStore:
                 data[section] = {}
         return data
 
+    def _confirmed(self, data: dict[str, Any], now: float) -> float | None:
+        entry = data.get("fetched")
+        if not (
+            isinstance(entry, dict)
+            and entry.get("boot_id") == self.boot
+            and entry.get("clock") == self.clock_kind
+            and isinstance(entry.get("at"), (int, float))
+            and entry["at"] <= now
+        ):
+            return None
+        return float(entry["at"])
+
     def _save(self, data: dict[str, Any]) -> None:
         self._doc.write(data)
 
@@ -80,6 +98,7 @@ class ObservationStore:
         with self._doc.locked():
             data = self._load()
             now = self.clock.monotonic()
+            confirmed = self._confirmed(data, now)
             changed = False
             for ref, oid in seen.items():
                 if oid is None:
@@ -92,15 +111,29 @@ class ObservationStore:
                     entry = {"oid": oid, "first_seen": now, "boot_id": self.boot, "clock": self.clock_kind}
                     data["seen"][ref] = entry
                     changed = True
-                result[ref] = Observation(oid, float(entry["first_seen"]), self.boot)
+                result[ref] = Observation(oid, float(entry["first_seen"]), self.boot, confirmed)
             if changed:
                 self._save(data)
         return result
 
     def observed_for(self, observation: Observation | None) -> float | None:
-        if observation is None or observation.boot_id != self.boot:
+        """How long this host has *seen* the mark unchanged: from first sight to the start of
+        the last successful fetch after it (None: never confirmed by a fetch this boot)."""
+        if observation is None or observation.boot_id != self.boot or observation.confirmed_at is None:
             return None
-        return max(0.0, self.clock.monotonic() - observation.first_seen)
+        end = min(self.clock.monotonic(), observation.confirmed_at)
+        return max(0.0, end - observation.first_seen)
+
+    def fetched(self, at: float) -> None:
+        """A fetch of the leases that began at monotonic ``at`` succeeded: the mirror is the
+        remote's as of then."""
+        with self._doc.locked():
+            data = self._load()
+            previous = self._confirmed(data, self.clock.monotonic())
+            if previous is not None and previous >= at:
+                return
+            data["fetched"] = {"at": at, "boot_id": self.boot, "clock": self.clock_kind}
+            self._save(data)
 
     # --- what this host wrote ------------------------------------------------
 

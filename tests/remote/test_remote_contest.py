@@ -131,18 +131,22 @@ def test_contested_rounds_never_two_holders(make_host, bare_remote, fake_clock, 
     for (old, new), (prev_old, prev_new) in zip(history[1:], history[:-1]):
         assert old == prev_new  # one chain: every swap started where the last one ended
     assert history[0][0] == "0" * 40
-    written = {}
-    for at, name, update in log:
-        assert update.new not in written, "two pushes wrote the same object"
+    # A holder's records repeat (renewals count modulo RENEWAL_CYCLE, issue #14 point 12), so
+    # each swap of the remote's history is matched with the push that made it by (old, new).
+    pending = list(log)
+    chain = []
+    for old, new in history:
+        expected = None if old == "0" * 40 else old
+        i = next(i for i, (_, _, u) in enumerate(pending) if u.new == new and u.expected == expected)
+        at, name, update = pending.pop(i)
         message = hosts[name].remote_git(clocks[name]).read_message(update.new)
-        written[update.new] = (at, LeaseRecord.parse(message))
-    assert {new for _, new in history} == set(written)  # every value the remote took, and only those
+        chain.append((old, at, LeaseRecord.parse(message)))
+    assert not pending  # every value the remote took, and only those
 
     handovers = preemptions = renewals = 0
-    for old, new in history:
-        at, record = written[new]
+    for i, (old, at, record) in enumerate(chain):
         if old != "0" * 40:
-            prev_at, prev = written[old]
+            _, prev_at, prev = chain[i - 1]
             if prev.holder == record.holder:
                 renewals += 1
             elif prev.role == "wait" and record.role == "driver":
@@ -151,5 +155,6 @@ def test_contested_rounds_never_two_holders(make_host, bare_remote, fake_clock, 
                 handovers += 1
                 # the previous holder's last write was a whole lease old
                 assert at - prev_at >= prev.lease, (prev, record, at - prev_at)
-    # the contest was real: hand-overs, renewals and lost races all happened
-    assert handovers >= 5 and renewals >= 20 and len(lost) >= 10, (handovers, preemptions, renewals, len(lost))
+    # the contest was real: hand-overs, renewals and lost races all happened (hand-overs are
+    # rarer since a mark ages only between successful fetches, issue #14 point 11)
+    assert handovers >= 3 and renewals >= 20 and len(lost) >= 5, (handovers, preemptions, renewals, len(lost))

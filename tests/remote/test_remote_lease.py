@@ -247,8 +247,8 @@ def test_decide_safety_properties(role, the_mark, observed_for, since, lease) ->
         assert rec is None or rec.holder != ME
         preempts_wait = role == "driver" and rec is not None and rec.role == "wait"
         if not preempts_wait:
-            # only ever by this host's own observation of a whole lease
-            assert observed_for is not None and observed_for >= (rec.lease if rec else lease)
+            # only ever by this host's own observation of a whole lease (a longer claim: its own)
+            assert observed_for is not None and observed_for >= (min(rec.lease, lease) if rec else lease)
     if decision.action == "renew":
         assert the_mark is not None and the_mark.record is not None and the_mark.record.holder == ME
     if decision.writes:

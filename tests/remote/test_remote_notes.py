@@ -29,9 +29,17 @@ class FakeStore:
 
     def __init__(self) -> None:
         self.calls: list[tuple] = []
+        self.seen: list[tuple] = []
+        self.released: list[tuple] = []
 
-    def adopt(self, pool: str, resource: str, until: float, cls: str, *, source: str) -> None:
+    def adopt(self, pool: str, resource: str, until: float, cls: str, *, source: str,
+              seen_at: float | None = None, origin: str | None = None) -> None:
         self.calls.append((pool, resource, until, cls, source))
+        self.seen.append((seen_at, origin))
+
+    def release_adopted(self, origin: str, pools: object, present: object) -> int:
+        self.released.append((origin, set(pools), set(present)))  # type: ignore[call-overload]
+        return 0
 
 
 # --- pure ----------------------------------------------------------------------

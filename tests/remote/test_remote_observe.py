@@ -24,9 +24,24 @@ def test_same_object_keeps_its_first_seen_time(tmp_path: Path) -> None:
     first = s.observe(REF, A)
     assert first is not None and first.first_seen == 1000.0 and first.boot_id == "boot-1"
     clock.advance(250)
+    s.fetched(clock.monotonic())  # a fetch that succeeded saw it still there
     again = s.observe(REF, A)
-    assert again == first
+    assert again.first_seen == first.first_seen and again.confirmed_at == 1250.0
     assert s.observed_for(again) == 250.0
+
+
+def test_a_mark_ages_only_as_far_as_the_last_successful_fetch(tmp_path: Path) -> None:
+    """Issue #14 point 11: while fetches fail, a mark last seen is not "seen unchanged"."""
+    clock = FakeClock(1000.0)
+    s = store(tmp_path, clock)
+    assert s.observed_for(s.observe(REF, A)) is None  # no fetch ever confirmed it
+    s.fetched(1000.0)
+    clock.advance(30)
+    s.fetched(clock.monotonic())  # the last fetch that succeeded
+    clock.advance(3600)  # every fetch since failed: nothing more is known
+    assert s.observed_for(s.observe(REF, A)) == 30.0
+    s.fetched(900.0)  # an older fetch finishing late moves nothing back
+    assert s.observed_for(s.observe(REF, A)) == 30.0
 
 
 def test_observation_outlives_the_process(tmp_path: Path) -> None:
@@ -34,6 +49,7 @@ def test_observation_outlives_the_process(tmp_path: Path) -> None:
     store(tmp_path, clock).observe(REF, A)
     clock.advance(400)
     later_process = store(tmp_path, clock)  # a new process: nothing in memory
+    later_process.fetched(clock.monotonic())
     obs = later_process.observe(REF, A)
     assert later_process.observed_for(obs) == 400.0
 
@@ -43,6 +59,7 @@ def test_a_different_object_restarts_the_observation(tmp_path: Path) -> None:
     s = store(tmp_path, clock)
     s.observe(REF, A)
     clock.advance(500)
+    s.fetched(clock.monotonic())
     obs = s.observe(REF, B)
     assert obs.first_seen == 1500.0 and s.observed_for(obs) == 0.0
     clock.advance(10)
@@ -55,6 +72,7 @@ def test_a_new_boot_restarts_the_observation(tmp_path: Path) -> None:
     store(tmp_path, clock, boot="boot-1").observe(REF, A)
     clock.advance(5000)
     after_reboot = store(tmp_path, clock, boot="boot-2")
+    after_reboot.fetched(clock.monotonic())
     obs = after_reboot.observe(REF, A)
     assert obs.boot_id == "boot-2" and after_reboot.observed_for(obs) == 0.0
     # an observation from the old boot means nothing on the new one
