@@ -240,9 +240,11 @@ def adopt_notes(session: Session) -> int:
         if session.pool_hosts is not None:  # this remote's notes are pools of this clone's API host
             for note in notes:
                 session.pool_hosts.remember(note.pool, api_host(session.settings.api))
-        # an unknown pool (a token not yet named) obeys every note: asking whose it is would spend;
-        # with the pools known, a pause adopted from this remote whose note has gone ends too
-        return session.notes.adopt_into(session.store, notes, pools=pools)
+        # an unknown pool (a token not yet named) obeys every note: asking whose it is would spend.
+        # A pause adopted from this remote whose note has gone ends too: of this clone's pools, or
+        # of every pool while its own is unknown (it then fetches every pool's notes)
+        concerned = pools if pools is not None else {n.pool for n in notes} | {p.pool for p in session.store.pauses()}
+        return session.notes.adopt_into(session.store, notes, pools=concerned)
     except Exception as exc:  # a garbage note must never crash a round
         log.warning("could not read the pause notes: %s", exc)
         return 0
