@@ -132,7 +132,11 @@ def drive(
                             say(report.summary())
                         elif report.outcome == "unleased":
                             state.say_once(branch, report.summary(), say)
-                tick_watch(session, taken)  # the heads these rounds queued as waiting: their baseline now
+                # the heads these rounds queued as waiting: their baseline now, for what is still this
+                # host's to take in by its own clock (a round may have outlasted the lease)
+                still = [b for b in taken if (lease := keeper.read(b)) is None or lease.takes_in]
+                if still:
+                    tick_watch(session, still)
             except CredentialsRefused as exc:
                 until = refusal.refused(session.clock.time())
                 say(f"{exc}; asking GitHub nothing until {local_time(until)}, then reading the credentials again")

@@ -16,7 +16,6 @@ from ..forge.auth import known_pool
 from ..forge.kept import KeptAnswers
 from ..intake.hostwatch import HostWatch
 from ..intake.watchstore import group_of
-from ..paths import host_state_dir
 from .session import Session
 
 log = logging.getLogger("git_sluice")
@@ -39,7 +38,8 @@ def watch_for(session: Session, *, ticking: bool = False) -> HostWatch | None:
             return None
         settings = session.settings
         group = group_of(settings.api, settings.graphql, pool)
-        watch_dir = host_state_dir() / WATCH_DIR
+        # beside the host store it shares this host's state with (the state dir, or a test host's own)
+        watch_dir = session.store.path.parent / WATCH_DIR
         forge = None
         if ticking and session.forge_with is not None:
             forge = session.forge_with(KeptAnswers(watch_dir / group / "kept"))

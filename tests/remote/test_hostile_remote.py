@@ -259,26 +259,57 @@ def test_a_holder_cut_off_from_the_remote_stops_taking_in_before_its_successor_s
     assert all(a_calls == 0 for _, a_calls, _ in timeline[1:]), timeline
 
 
-def test_a_round_stops_between_calls_when_the_holders_lease_runs_out(fleet_factory, git_daemon: str) -> None:
-    """GitHub slow (35 s a call): the holder checks its own lease before each call of a round."""
-    fleet = fleet_factory(("host-a", "host-b"), url=git_daemon, lease="60s", discovery="60s")
-    for i in range(3):
-        ready_pr(fleet.gh, f"x{i}")
-    a = fleet.session("host-a")
-    assert a.forge.pool
-    real = a.forge.request
+def _slowed(fleet, session, seconds: float) -> None:
+    real = session.forge.request
 
     def slow(*args, **kwargs):
         try:
             return real(*args, **kwargs)
         finally:
-            fleet.clock.advance(35)  # type: ignore[attr-defined]
+            fleet.clock.advance(seconds)  # type: ignore[attr-defined]
 
-    a.forge.request = slow  # type: ignore[method-assign]
+    session.forge.request = slow  # type: ignore[method-assign]
+
+
+def test_a_round_stops_between_calls_when_the_holders_lease_runs_out(
+    fleet_factory, git_daemon: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GitHub slow (35 s a call): the holder checks its own lease before each call of a round
+    (here a round of the old way, with no host watch: the fallback is guarded too)."""
+    import git_sluice.commands.roles as roles_mod
+    import git_sluice.commands.step as step_mod
+
+    monkeypatch.setattr(step_mod, "watch_for", lambda session, ticking=False: None)
+    monkeypatch.setattr(roles_mod, "tick_watch", lambda session, branches: None)
+    fleet = fleet_factory(("host-a", "host-b"), url=git_daemon, lease="60s", discovery="60s")
+    for i in range(3):
+        ready_pr(fleet.gh, f"x{i}")
+    a = fleet.session("host-a")
+    assert a.forge.pool
+    _slowed(fleet, a, 35)
     mark = fleet.gh.mark()
     state = drive(a, max_ticks=1, let_go=False)
     assert len(list_calls(fleet, "host-a", mark)) == 1  # the list; nothing after the lease ran short
     assert state.rounds[-1].outcome == "unleased"
+
+
+def test_with_the_host_watch_no_call_goes_out_after_the_holders_lease_ran_short(
+    fleet_factory, git_daemon: str
+) -> None:
+    """The same slow GitHub with the host watch: the watch's list and the round's one read go out
+    while the lease is good; the driver's second tick of the watch (after its rounds) asks nothing
+    for a branch whose lease has run short by its own clock."""
+    fleet = fleet_factory(("host-a", "host-b"), url=git_daemon, lease="60s", discovery="60s")
+    for i in range(3):
+        ready_pr(fleet.gh, f"x{i}")
+    a = fleet.session("host-a")
+    assert a.forge.pool
+    _slowed(fleet, a, 35)
+    start = fleet.clock.time()
+    mark = fleet.gh.mark()
+    drive(a, max_ticks=1, let_go=False)
+    calls = list_calls(fleet, "host-a", mark)
+    assert calls and all(c.time < start + 35 for c in calls), [(c.time - start, c.path) for c in calls]
 
 
 # -------------------------------------------------------------------- point 11
