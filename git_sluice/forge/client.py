@@ -129,13 +129,14 @@ class Forge:
         self.timeout = timeout
         self.stats = Stats()
         self.waits = Waits(clock, cancel)
+        self.admission = Admission(
+            store, clock, self.waits, self.stats, enforce=enforce, permit_deadline=permit_deadline,
+            on_wait=on_wait, probe_claim=probe_claim,
+        )
         self._http = httpx.Client(
             transport=self._road(
                 transport or httpx.HTTPTransport(),
-                Admission(
-                    store, clock, self.waits, self.stats, enforce=enforce, permit_deadline=permit_deadline,
-                    on_wait=on_wait, probe_claim=probe_claim,
-                ),
+                self.admission,
                 on_pause=on_pause,
                 on_probed=on_probed,
             ),
@@ -156,8 +157,20 @@ class Forge:
         road = FailureMemory(road, self.kept, self.clock, self.stats)
         return SingleFlight(road, self.kept, self.clock, self.stats, self.waits)
 
+    def settle(self) -> None:
+        """Hand back the permits kept for the next calls and write the noted ledger (a round's end).
+
+        Calls reuse one permit per (pool, resource) and note their rate headers
+        in memory (issue 15: a handful of write transactions a round, not four
+        per call); this writes what waits, in one go.
+        """
+        self.admission.settle()
+
     def close(self) -> None:
-        self._http.close()
+        try:
+            self.settle()
+        finally:
+            self._http.close()
 
     def __enter__(self) -> "Forge":
         return self

@@ -30,21 +30,12 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from graphql import parse
-from graphql.language import (
-    FieldNode,
-    FragmentDefinitionNode,
-    FragmentSpreadNode,
-    InlineFragmentNode,
-    IntValueNode,
-    OperationDefinitionNode,
-    SelectionSetNode,
-    VariableNode,
-)
+from typing import TYPE_CHECKING, Any
 
 from .request import Request
+
+if TYPE_CHECKING:  # graphql-core is loaded only to price a query: a quiet round sends none (issue 15)
+    from graphql.language import FieldNode, FragmentDefinitionNode, SelectionSetNode
 
 MAX_PAGE = 100
 """GitHub's ceiling for ``first``/``last`` on any connection."""
@@ -214,10 +205,10 @@ def _argument(node: FieldNode, name: str, variables: Mapping[str, Any]) -> int |
         if arg.name.value != name:
             continue
         value = arg.value
-        if isinstance(value, IntValueNode):
-            return int(value.value)
-        if isinstance(value, VariableNode):
-            found = variables.get(value.name.value)
+        if value.kind == "int_value":
+            return int(value.value)  # type: ignore[attr-defined]
+        if value.kind == "variable":
+            found = variables.get(value.name.value)  # type: ignore[attr-defined]
             return int(found) if isinstance(found, int) else None
     return None
 
@@ -234,7 +225,8 @@ def _walk(
         return 0, 0
     requests = nodes = 0
     for selection in selection_set.selections:
-        if isinstance(selection, FieldNode):
+        kind = selection.kind
+        if kind == "field":
             size = _argument(selection, "first", variables)
             if size is None:
                 size = _argument(selection, "last", variables)
@@ -244,9 +236,9 @@ def _walk(
                 r, n = _walk(selection.selection_set, multiplier * size, fragments, variables, seen)
                 r += multiplier
                 n += multiplier * size
-        elif isinstance(selection, InlineFragmentNode):
+        elif kind == "inline_fragment":
             r, n = _walk(selection.selection_set, multiplier, fragments, variables, seen)
-        elif isinstance(selection, FragmentSpreadNode):
+        elif kind == "fragment_spread":
             name = selection.name.value
             fragment = fragments.get(name)
             if fragment is None or name in seen:
@@ -260,11 +252,13 @@ def _walk(
 
 
 def _measure(query: str, variables: Mapping[str, Any] | None) -> tuple[int, int]:
+    from graphql import parse  # ~95 ms of imports, paid only by a round that reads (issue 15)
+
     document = parse(query, no_location=True)
-    fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+    fragments = {d.name.value: d for d in document.definitions if d.kind == "fragment_definition"}
     requests = nodes = 0
     for definition in document.definitions:
-        if isinstance(definition, OperationDefinitionNode):
+        if definition.kind == "operation_definition":
             r, n = _walk(definition.selection_set, 1, fragments, variables or {}, frozenset())
             requests += r
             nodes += n

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..clock import Clock, rfc3339
-from ..errors import AllowanceSpent
+from ..errors import AllowanceSpent, SluiceError
 from ..forge.client import Forge
 from ..remote.lease import LeaseView
 from ..statefile import file_lock, held
@@ -108,10 +108,18 @@ class Intake:
                 report.outcome, report.why = "failed", str(exc) or type(exc).__name__
                 raise
             finally:
+                self._settle()
                 _account(report, before, self.forge)
                 report.finished_at = self.clock.time()
                 self.rounds.record(report)
             return report
+
+    def _settle(self) -> None:
+        """The round's permits handed back and its ledger written, once (never masking the round's own end)."""
+        try:
+            self.forge.settle()
+        except SluiceError as exc:
+            log.warning("could not write the round's permits and ledger to the host store: %s", exc)
 
     def _defer(self, branch: str, lease: LeaseView, now: float) -> RoundReport:
         holder = lease.holder or "an unknown holder (a mark that is not a lease record)"
