@@ -546,6 +546,16 @@ def run_hook_round(
 
     Raises nothing: it runs with no one to tell but the log.
     """
+    from ..config import read_once
+
+    with read_once():  # the filter, each round's session: one read of git's config (issue 15)
+        return _run_hook_round(repo, wait_pid=wait_pid, inbox=inbox, clock=clock, step=step, wait_limit=wait_limit)
+
+
+def _run_hook_round(
+    repo: Any, *, wait_pid: int | None, inbox: Path | None, clock: Clock | None, step: Step | None,
+    wait_limit: float,
+) -> int:
     clock = clock or default_clock()
     sluice_dir = Path(repo.common_dir) / "sluice"
     if not sluice_dir.is_dir():
