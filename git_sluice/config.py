@@ -403,6 +403,15 @@ def _read_repository(root: Path) -> tuple[dict[str, list[_Value]], dict[str, str
     return values, remote_urls, remote_refs
 
 
+def remote_url(repo_dir: Path | str, remote: str) -> str | None:
+    """``remote.<remote>.url`` from the same read as the settings (inside :func:`read_once`, no git at all)."""
+    try:
+        _, remote_urls, _ = _read_repository(Path(repo_dir))
+    except SluiceError:
+        return None
+    return remote_urls.get(remote)
+
+
 def load_settings(repo_dir: Path | str, *, need_branches: bool = True) -> Settings:
     """Read and validate every ``sluice.*`` setting for the repository at ``repo_dir``.
 

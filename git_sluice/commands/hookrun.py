@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -396,7 +395,7 @@ def wait_for_exit(pid: int, clock: Clock, limit: float = WAIT_LIMIT) -> bool:
 
 def _take(path: Path) -> str | None:
     """Claim a file by renaming it first: of two runners, exactly one reads it."""
-    claimed = path.with_name(f".{path.name}.taken.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+    claimed = path.with_name(f".{path.name}.taken.{os.getpid()}.{os.urandom(4).hex()}")
     try:
         os.rename(path, claimed)
     except OSError:
@@ -440,7 +439,7 @@ def collect(sluice_dir: Path, inbox: Path | None) -> str:
 
 def ask(sluice_dir: Path, reasons: Sequence[str]) -> None:
     """Leave an ask; whoever holds the round lock (maybe us) will take it."""
-    name = f"{ASK_PREFIX}{os.getpid()}.{uuid.uuid4().hex}"
+    name = f"{ASK_PREFIX}{os.getpid()}.{os.urandom(16).hex()}"
     write_atomic(sluice_dir / name, ("\n".join(reasons) + "\n").encode())
 
 
@@ -578,7 +577,7 @@ def _run_hook_round(
         reasons = decide(
             calls,
             remote=remote,
-            remote_url=repo.config_get(f"remote.{remote}.url"),
+            remote_url=_remote_url(repo, remote),
             taken_in=refs,
             request_heads=read_heads(sluice_dir),
         )
@@ -597,14 +596,45 @@ def _run_hook_round(
         log.removeHandler(handler)
 
 
+def _remote_url(repo: Any, remote: str) -> str | None:
+    from ..config import remote_url
+
+    found = remote_url(repo.workdir if repo.workdir is not None else repo.git_dir, remote)
+    # the config read does not answer (a broken file): ask libgit2, as before
+    return found if found is not None else repo.config_get(f"remote.{remote}.url")
+
+
+class LazyRepo:
+    """The clone's dirs from one ``git rev-parse``; libgit2 is opened only when a round needs it.
+
+    Most hook runs concern nothing (a push to a branch not taken in): they
+    read the inbox, the filter and the config, and end. Opening the clone
+    with libgit2 costs more than all of that (issue 15), so only what is
+    asked beyond the three dirs opens it, with the usual checks.
+    """
+
+    def __init__(self, git_dir: Path, common_dir: Path, workdir: Path | None) -> None:
+        self.git_dir, self.common_dir, self.workdir = git_dir, common_dir, workdir
+        self._repo: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_repo":
+            raise AttributeError(name)
+        if self._repo is None:
+            from ..repo import Repo
+
+            self._repo = Repo.discover(self.workdir if self.workdir is not None else self.git_dir)
+        return getattr(self._repo, name)
+
+
 def main(wait_pid: int | None, inbox: str | None) -> int:
     """The process entry point: find the clone the hook ran in, run, never fail."""
     if os.environ.get(INTERNAL_ENV):
         return 0
     try:
-        from ..repo import Repo
+        from ..remote.fetched import clone_dirs
 
-        repo = Repo.discover()
+        repo = LazyRepo(*clone_dirs())
     except Exception:
         return 0
     # our own git commands (the round's fetch and push) must not ask again,

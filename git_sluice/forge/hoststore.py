@@ -21,20 +21,16 @@ Why SQLite, and why this way (design §4, §11):
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import logging
 import os
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
-
-import filelock
 
 from .. import paths
 from ..clock import Clock
@@ -289,6 +285,8 @@ class HostStore:
 
     def _recover(self, why: str) -> None:
         """Move a corrupt file aside (once, even with many processes at it) and start afresh."""
+        import filelock  # only here: status and the hooks' readers never pay for its import
+
         self._disconnect()
         lock = filelock.FileLock(str(self.path) + ".recover.lock", timeout=self.busy_timeout)
         try:
@@ -438,12 +436,14 @@ class HostStore:
                 expired = gate.expire(state, now)
                 if expired:
                     self._count(conn, pool, resource, "expired", len(expired))
-                permit_id = uuid.uuid4().hex
+                permit_id = os.urandom(16).hex()  # as uuid4().hex, without importing uuid
                 if enforce:
                     decision = gate.acquire(state, now, permit_id, now + deadline)
                     if isinstance(decision, gate.Wait) and decision.reason == "paused":
                         self._count(conn, pool, resource, "held")
                 else:
+                    import copy
+
                     trial = copy.deepcopy(state)
                     decision = gate.acquire(trial, now, permit_id, now + deadline)
                     if isinstance(decision, gate.Grant):
