@@ -54,7 +54,7 @@ DURATION = Duration()
 def setup_logging(verbose: bool = False) -> None:
     """Progress to stderr only when asked; the hooks and the log file set their own."""
     root = logging.getLogger("git_sluice")
-    level = logging.INFO if verbose else logging.WARNING
+    level = logging.DEBUG if verbose else logging.WARNING  # -v: every decision (debug lines never reach a log file)
     stderr = [h for h in root.handlers if getattr(h, "_sluice_stderr", False)]
     if not stderr:
         handler = logging.StreamHandler(sys.stderr)
@@ -62,7 +62,7 @@ def setup_logging(verbose: bool = False) -> None:
         handler._sluice_stderr = True  # type: ignore[attr-defined]
         root.addHandler(handler)
         stderr = [handler]
-    for handler in stderr:
-        handler.setLevel(level)
+    for each in stderr:
+        each.setLevel(level)
     if root.level == logging.NOTSET or root.level > level:
         root.setLevel(level)

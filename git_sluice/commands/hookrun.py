@@ -5,7 +5,7 @@ scripts that must never slow down or fail the user's git. They filter with
 the shell alone, write the lines that may concern us into an *inbox*
 (``<sluice dir>/hook-in.<pid of the git process>``) and start
 ``git sluice _hook-round`` in a new session with every standard stream on
-``/dev/null`` (design §11: a child holding git's pipes makes ``git push``
+``/dev/null`` (docs/design.md#pitfalls-it-is-built-around: a child holding git's pipes makes ``git push``
 hang). Everything slow or fallible happens here, after the git command ends:
 
 1. wait for the git process that ran the hook to exit, so a push is complete
@@ -31,11 +31,17 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..clock import Clock, default_clock, rfc3339
 from ..gitcli import INTERNAL_ENV, scrub, scrub_environ
+from ..procs import gone
 from ..statefile import file_lock, try_acquire, write_atomic
+
+if TYPE_CHECKING:  # the runner waits for git before importing anything heavy
+    from ..intake.report import RoundReport
+    from ..remote.fetched import FetchedLeases
+    from ..repo import Repo
 
 log = logging.getLogger("git_sluice")
 
@@ -53,7 +59,12 @@ WARNED_NAME = "hook-warned"
 WAIT_LIMIT = 3600.0
 """How long a runner waits for its git command (a slow push) before it goes on anyway."""
 
-Step = Callable[..., Any]
+
+
+class RoundRunner(Protocol):
+    """What runs the round a hook asked for (``hook_step``; tests hand in their own)."""
+
+    def __call__(self, repo: Repo, *, reason: str) -> object: ...
 
 
 # ----------------------------------------------------------------- pure decisions
@@ -149,7 +160,7 @@ def decide(
 
 
 def step_reason(reasons: Sequence[str]) -> str:
-    """The reason the round is given: ``push`` makes it ask GitHub at once (design §7).
+    """The reason the round is given: ``push`` makes it ask GitHub at once (docs/design.md#one-round).
 
     A push to a request's head moves nothing the round could see locally, so it
     must say so. A fetch needs no word: the round sees the branch's revision
@@ -255,7 +266,7 @@ def _mark_recovered(sluice_dir: Path, clock: Clock) -> None:
         pass
 
 
-def last_failure(repo: Any) -> dict[str, Any] | None:
+def last_failure(repo: Repo | FetchedLeases) -> dict[str, Any] | None:
     """The last failed hook round (``time``, ``at``, ``reason``, ``error``, ``exit_code``,
     and ``recovered_at`` once a later round succeeded), or None if none is recorded."""
     path = Path(repo.common_dir) / "sluice" / FAILURE_NAME
@@ -271,7 +282,7 @@ def last_failure(repo: Any) -> dict[str, Any] | None:
 # -------------------------------------------------------------- what is taken in
 
 
-def taken_in(repo: Any) -> tuple[str, list[str]]:
+def taken_in(repo: Repo) -> tuple[str, list[str]]:
     """(sluice.remote, the branches taken in), as the round will see them.
 
     A config the round would refuse still gives the hooks a filter: they must
@@ -294,7 +305,7 @@ def taken_in(repo: Any) -> tuple[str, list[str]]:
     return remote, _default_branches(repo, remote)
 
 
-def _default_branches(repo: Any, remote: str) -> list[str]:
+def _default_branches(repo: Repo, remote: str) -> list[str]:
     """The remote's default branch; both usual names while none is known yet."""
     prefix = f"refs/remotes/{remote}/"
     try:
@@ -308,7 +319,7 @@ def _default_branches(repo: Any, remote: str) -> list[str]:
     return found[:1] or ["main", "master"]
 
 
-def refresh_filter(repo: Any, sluice_dir: Path) -> tuple[str, list[str]]:
+def refresh_filter(repo: Repo, sluice_dir: Path) -> tuple[str, list[str]]:
     """Write the hooks' filter when it differs or is no newer than the config files.
 
     The hooks trust the filter only while it is newer than every config file
@@ -329,7 +340,7 @@ def refresh_filter(repo: Any, sluice_dir: Path) -> tuple[str, list[str]]:
     return remote, refs
 
 
-def config_files(repo: Any) -> list[Path]:
+def config_files(repo: Repo) -> list[Path]:
     """The files the hooks compare with the filter (same list as in the scripts)."""
     home = Path(os.environ.get("HOME", "/"))
     xdg = os.environ.get("XDG_CONFIG_HOME") or str(home / ".config")
@@ -342,7 +353,7 @@ def config_files(repo: Any) -> list[Path]:
     ]
 
 
-def _config_mtimes(repo: Any) -> list[int]:
+def _config_mtimes(repo: Repo) -> list[int]:
     found = []
     for path in config_files(repo):
         try:
@@ -362,30 +373,11 @@ def read_heads(sluice_dir: Path) -> set[str]:
 # ---------------------------------------------------------------- the runner
 
 
-def _alive(pid: int) -> bool:
-    """Whether a process still runs (a zombie has finished: git's work is done)."""
-    if pid <= 1:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-            return False
-    except (OSError, IndexError):
-        pass
-    return True
-
-
 def wait_for_exit(pid: int, clock: Clock, limit: float = WAIT_LIMIT) -> bool:
     """Poll until ``pid`` ends (True) or ``limit`` seconds pass (False)."""
     deadline = clock.monotonic() + limit
     delay = 0.005
-    while _alive(pid):
+    while not gone(pid):
         if clock.monotonic() >= deadline:
             return False
         clock.sleep(delay)
@@ -429,7 +421,7 @@ def collect(sluice_dir: Path, inbox: Path | None) -> str:
             texts.append(taken)
     for path in sorted(sluice_dir.glob(INBOX_PREFIX + "*")):
         pid = _inbox_pid(path)
-        if pid is None or _alive(pid):
+        if pid is None or not gone(pid):
             continue
         taken = _take(path)
         if taken:
@@ -457,7 +449,7 @@ def take_asks(sluice_dir: Path) -> list[str]:
     return list(dict.fromkeys(reasons))
 
 
-def _ref_state(repo: Any, refs: Sequence[str]) -> str:
+def _ref_state(repo: Repo, refs: Sequence[str]) -> str:
     """Where the filtered refs point as the round starts (the log's evidence of what it saw)."""
     shown = []
     for ref in refs:
@@ -466,7 +458,7 @@ def _ref_state(repo: Any, refs: Sequence[str]) -> str:
     return " ".join(shown)
 
 
-def hook_step(repo: Any, *, reason: str) -> Any:
+def hook_step(repo: Repo, *, reason: str) -> list[RoundReport]:
     """The round a hook asks for: ``intake.step.run_rounds`` with the rounds' own fetch.
 
     The user's fetch no longer brings ``refs/sluice/*`` (setup adds no refspec:
@@ -487,7 +479,7 @@ def hook_step(repo: Any, *, reason: str) -> Any:
     return reports
 
 
-def run_round(repo: Any, sluice_dir: Path, reasons: Sequence[str], clock: Clock, step: Step) -> bool:
+def run_round(repo: Repo, sluice_dir: Path, reasons: Sequence[str], clock: Clock, step: RoundRunner) -> bool:
     """One round for every configured branch; a failure is logged and kept, never raised."""
     reason = "; ".join(reasons) or "hook"
     try:
@@ -507,7 +499,7 @@ def run_round(repo: Any, sluice_dir: Path, reasons: Sequence[str], clock: Clock,
     return True
 
 
-def drain(repo: Any, sluice_dir: Path, clock: Clock, step: Step) -> int:
+def drain(repo: Repo, sluice_dir: Path, clock: Clock, step: RoundRunner) -> int:
     """Run rounds while asks are left, if no other runner holds the lock; returns rounds run.
 
     The lock is tried without waiting. A runner that does not get it leaves
@@ -533,12 +525,12 @@ def drain(repo: Any, sluice_dir: Path, clock: Clock, step: Step) -> int:
 
 
 def run_hook_round(
-    repo: Any,
+    repo: Repo,
     *,
     wait_pid: int | None,
     inbox: Path | None,
     clock: Clock | None = None,
-    step: Step | None = None,
+    step: RoundRunner | None = None,
     wait_limit: float = WAIT_LIMIT,
 ) -> int:
     """What ``git sluice _hook-round`` does; returns the rounds this runner ran.
@@ -552,7 +544,7 @@ def run_hook_round(
 
 
 def _run_hook_round(
-    repo: Any, *, wait_pid: int | None, inbox: Path | None, clock: Clock | None, step: Step | None,
+    repo: Repo, *, wait_pid: int | None, inbox: Path | None, clock: Clock | None, step: RoundRunner | None,
     wait_limit: float,
 ) -> int:
     clock = clock or default_clock()
@@ -596,7 +588,7 @@ def _run_hook_round(
         log.removeHandler(handler)
 
 
-def _remote_url(repo: Any, remote: str) -> str | None:
+def _remote_url(repo: Repo, remote: str) -> str | None:
     from ..config import remote_url
 
     found = remote_url(repo.workdir if repo.workdir is not None else repo.git_dir, remote)
@@ -615,9 +607,9 @@ class LazyRepo:
 
     def __init__(self, git_dir: Path, common_dir: Path, workdir: Path | None) -> None:
         self.git_dir, self.common_dir, self.workdir = git_dir, common_dir, workdir
-        self._repo: Any = None
+        self._repo: Repo | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # Any: whichever attribute of Repo is asked for
         if name.startswith("__") or name == "_repo":
             raise AttributeError(name)
         if self._repo is None:
@@ -641,6 +633,7 @@ def main(wait_pid: int | None, inbox: str | None) -> int:
     # and the hook's relative GIT_DIR / GIT_WORK_TREE must not leak into them
     os.environ[INTERNAL_ENV] = "1"
     scrub_environ()
-    run_hook_round(repo, wait_pid=wait_pid, inbox=Path(inbox) if inbox else None)
+    # it stands in for a Repo: the three dirs now, the rest through the real one when asked
+    run_hook_round(cast("Repo", repo), wait_pid=wait_pid, inbox=Path(inbox) if inbox else None)
     return 0
 
