@@ -70,9 +70,8 @@ def test_status_and_queue_load_neither_graphql_nor_httpx_nor_libgit2(work: Path)
     assert queue["heavy"] == [] and queue["code"] == 0 and queue["light"] == [], queue
 
 
-def test_a_hook_round_that_concerns_nothing_loads_neither_graphql_nor_httpx_nor_libgit2(tmp_path: Path) -> None:
+def test_a_hook_round_that_concerns_nothing_loads_neither_graphql_nor_httpx_nor_libgit2(work: Path) -> None:
     """Most hook runs concern nothing (a branch not taken in): read the inbox, the filter, the config, end."""
-    work = _clone(tmp_path)
     sluice = work / ".git" / "sluice"
     sluice.mkdir()
     inbox = sluice / "hook-in.4242"
