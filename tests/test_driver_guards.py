@@ -23,10 +23,11 @@ def test_the_back_off_doubles_from_a_minute_to_fifteen_and_never_asks_inside_it(
         assert refusal.holding_off(now) and not refusal.due(now)
         assert refusal.due(until) and not refusal.holding_off(until)
         refusal.retried()
-    assert delays[0] == BACKOFF_BASE
-    assert all(b == min(2 * a, BACKOFF_CAP) for a, b in zip(delays, delays[1:]))
+    # until is an absolute time: ``until - now`` carries the float rounding of ``now``
+    assert delays[0] == pytest.approx(BACKOFF_BASE)
+    assert all(b == pytest.approx(min(2 * a, BACKOFF_CAP)) for a, b in zip(delays, delays[1:]))
     refusal.accepted()
-    assert refusal.refused(now) - now == BACKOFF_BASE  # a success forgets the streak
+    assert refusal.refused(now) - now == pytest.approx(BACKOFF_BASE)  # a success forgets the streak
 
 
 def test_the_driver_lock_refuses_a_second_holder_naming_the_first_and_frees_on_release(tmp_path: Path) -> None:

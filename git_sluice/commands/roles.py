@@ -104,6 +104,8 @@ def drive(
             watch = None
             try:
                 watch = tick_watch(session, taken)
+                if watch is not None:
+                    intake.watch = watch  # (a driver whose first try met a 401 started without one)
                 for branch in chosen:
                     rev = session.repo.ref(f"refs/remotes/{session.settings.remote}/{branch}")
                     moved = branch in revs and revs[branch] != rev

@@ -1,4 +1,4 @@
-"""Which pool a call spends while its token's pool is not known yet (design §6).
+"""Which pool a call spends while its token's pool is not known yet (docs/design.md#credentials).
 
 A user token's pool is learned with ``GET /user`` — a call to the very
 allowance that may be spent. So a token whose pool is unknown obeys **every**

@@ -1,4 +1,4 @@
-"""One GitHub App installation token per host, shared in memory only (design §6).
+"""One GitHub App installation token per host, shared in memory only (docs/design.md#credentials).
 
 GitHub's ETags belong to the token that got them, so a process that mints its
 own installation token revalidates nothing: every kept answer comes back a

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import Clock
-from ..errors import Interrupted, SluiceError
+from ..errors import CredentialsRefused, Interrupted, SluiceError
 from ..statefile import file_lock, try_acquire
 from . import pace as pacing
 from . import watch as w
@@ -223,7 +223,7 @@ class HostWatch:
                     rec = self._probe_head(repository, head, w.HeadRecord(), record, tick, now, interval)
                     heads[f"{repository} {head.sha}"] = _head_json(rec)
                     report.heads_asked += 1
-            except Interrupted:
+            except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
                 raise
             except (SluiceError, ValueError) as exc:
                 report.errors[repository] = str(exc)
@@ -264,7 +264,7 @@ class HostWatch:
             try:
                 self._rest_repo(repository, interests[repository], record, mode, heads_doc, new_heads, tick, now,
                                 interval, report)
-            except Interrupted:
+            except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
                 raise
             except (SluiceError, ValueError) as exc:
                 report.errors[repository] = str(exc)
@@ -273,7 +273,7 @@ class HostWatch:
             try:
                 self._graphql_repos(graphql_repos, interests, new_repos, heads_doc, new_heads, tick, now,
                                     interval, report)
-            except Interrupted:
+            except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
                 raise
             except (SluiceError, ValueError) as exc:
                 for repository in graphql_repos:
@@ -322,7 +322,7 @@ class HostWatch:
             try:
                 new_heads[key] = _head_json(self._probe_head(repository, head, rec, record, tick, now, interval))
                 report.heads_asked += 1
-            except Interrupted:
+            except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
                 raise
             except (SluiceError, ValueError) as exc:
                 new_heads[key] = _head_json(rec)
