@@ -21,12 +21,13 @@ because a shorter discovery interval spends calls no one needs.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
 import socket
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -370,6 +371,51 @@ def _last(values: dict[str, list[_Value]], key: str) -> _Value | None:
     return found[-1] if found else None
 
 
+_ReadOnce = dict[str, tuple[dict[str, list[_Value]], dict[str, str], list[tuple[str, str]]]]
+_read_once: _ReadOnce | None = None
+
+
+@contextlib.contextmanager
+def read_once() -> Iterator[None]:
+    """Within this block, git's config and remote-tracking refs are read once per repository.
+
+    The hook runner reads the settings for its filter, again per round and
+    again to open the round's session: three reads, six git processes, for a
+    process that lives a few seconds (issue 15). Inside the block the first
+    read is kept; validation still runs for every caller. Long-lived
+    processes do not use it, so a changed config is seen by their next read.
+    """
+    global _read_once
+    outer = _read_once
+    if outer is None:
+        _read_once = {}
+    try:
+        yield
+    finally:
+        _read_once = outer
+
+
+def _read_repository(root: Path) -> tuple[dict[str, list[_Value]], dict[str, str], list[tuple[str, str]]]:
+    key = str(root)
+    if _read_once is not None and key in _read_once:
+        values, remote_urls, remote_refs = _read_once[key]
+        return dict(values), dict(remote_urls), list(remote_refs)
+    values, remote_urls = _read_config(root)  # first: a broken config file is a config error
+    remote_refs = _remote_refs(root)  # also proves this is a repository
+    if _read_once is not None:
+        _read_once[key] = (dict(values), dict(remote_urls), list(remote_refs))
+    return values, remote_urls, remote_refs
+
+
+def remote_url(repo_dir: Path | str, remote: str) -> str | None:
+    """``remote.<remote>.url`` from the same read as the settings (inside :func:`read_once`, no git at all)."""
+    try:
+        _, remote_urls, _ = _read_repository(Path(repo_dir))
+    except SluiceError:
+        return None
+    return remote_urls.get(remote)
+
+
 def load_settings(repo_dir: Path | str, *, need_branches: bool = True) -> Settings:
     """Read and validate every ``sluice.*`` setting for the repository at ``repo_dir``.
 
@@ -378,8 +424,7 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True) -> Settin
     configured branches are not checked against the remote-tracking refs.
     """
     root = Path(repo_dir)
-    values, remote_urls = _read_config(root)  # first: a broken config file is a config error
-    remote_refs = _remote_refs(root)  # also proves this is a repository
+    values, remote_urls, remote_refs = _read_repository(root)
 
     unknown = sorted(key for key in values if key not in _CANONICAL)
     if unknown:

@@ -73,8 +73,12 @@ def write_atomic(path: Path | str, data: bytes | str, *, mode: int = STATE_MODE)
 
 
 def dump_json(data: object) -> str:
-    """The one layout of git-sluice's own JSON state files (the queue's public JSON has its own)."""
-    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+    """The one layout of git-sluice's own JSON state files (the queue's public JSON has its own).
+
+    One line, no indent: ``json`` encodes an indented document in pure Python,
+    ten times slower than its C encoder (a 500-request queue took 40 ms).
+    """
+    return json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n"
 
 
 def load_json(path: Path | str, parse: Callable[[Any], T], default: Callable[[], T], *, what: str) -> T:

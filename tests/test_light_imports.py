@@ -21,6 +21,7 @@ from git_sluice.remote.lease import LeaseRecord, lease_ref
 from tests.gitutil import git
 
 HEAVY = ("graphql", "httpx", "pygit2")
+ALSO = ("filelock", "email")  # what queue no longer loads either, nor status email (issue 15)
 IDENT = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 
 
@@ -47,7 +48,8 @@ def _run_cli(work: Path, *args: str) -> dict[str, object]:
         "from git_sluice.entry import main\n"
         f"sys.argv = ['git-sluice', *{list(args)!r}]\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\nelse:\n    code = 0\n"
-        f"print(json.dumps({{'heavy': [m for m in {HEAVY!r} if m in sys.modules], 'code': code}}))\n"
+        f"print(json.dumps({{'heavy': [m for m in {HEAVY!r} if m in sys.modules], 'code': code,\n"
+        f"                  'light': [m for m in {ALSO!r} if m in sys.modules]}}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, check=True)
     *printed, last = proc.stdout.strip().splitlines()
@@ -61,10 +63,32 @@ def test_status_and_queue_load_neither_graphql_nor_httpx_nor_libgit2(work: Path)
     _mark(work, "main", record.to_message("main"))
     status = _run_cli(work, "status", "--json")
     assert status["heavy"] == [] and status["code"] == 0, status
+    assert "email" not in status["light"], status  # filelock it may: it notes when it first saw a mark
     lease = json.loads(str(status["out"]))["branches"][0]["lease"]
     assert lease["holder"] == "host-b" and lease["role"] == "driver" and not lease["garbage"] and not lease["mine"]
     queue = _run_cli(work, "queue", "--json")
-    assert queue["heavy"] == [] and queue["code"] == 0, queue
+    assert queue["heavy"] == [] and queue["code"] == 0 and queue["light"] == [], queue
+
+
+def test_a_hook_round_that_concerns_nothing_loads_neither_graphql_nor_httpx_nor_libgit2(work: Path) -> None:
+    """Most hook runs concern nothing (a branch not taken in): read the inbox, the filter, the config, end."""
+    sluice = work / ".git" / "sluice"
+    sluice.mkdir()
+    inbox = sluice / "hook-in.4242"
+    inbox.write_text("@reference-transaction\nrefs/remotes/origin/not-taken-in \n")
+    env = {k: v for k, v in os.environ.items() if k != "GIT_SLUICE_INTERNAL"}
+    code = (
+        "import json, sys\n"
+        "from git_sluice.entry import main\n"
+        f"sys.argv = ['git-sluice', '_hook-round', '--inbox', {str(inbox)!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True, check=True)
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+    assert not inbox.exists()  # it was read (and concerned nothing): no round, no ask left
+    assert (sluice / "hook-filter").read_text() == "refs/remotes/origin/main\n"
+    assert not list(sluice.glob("hook-ask.*"))
 
 
 def test_marks_read_by_git_alone_match_libgit2(work: Path) -> None:

@@ -28,11 +28,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..clock import Clock, default_clock, rfc3339
 from ..gitcli import INTERNAL_ENV, scrub, scrub_environ
@@ -388,7 +387,7 @@ def wait_for_exit(pid: int, clock: Clock, limit: float = WAIT_LIMIT) -> bool:
 
 def _take(path: Path) -> str | None:
     """Claim a file by renaming it first: of two runners, exactly one reads it."""
-    claimed = path.with_name(f".{path.name}.taken.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+    claimed = path.with_name(f".{path.name}.taken.{os.getpid()}.{os.urandom(4).hex()}")
     try:
         os.rename(path, claimed)
     except OSError:
@@ -432,7 +431,7 @@ def collect(sluice_dir: Path, inbox: Path | None) -> str:
 
 def ask(sluice_dir: Path, reasons: Sequence[str]) -> None:
     """Leave an ask; whoever holds the round lock (maybe us) will take it."""
-    name = f"{ASK_PREFIX}{os.getpid()}.{uuid.uuid4().hex}"
+    name = f"{ASK_PREFIX}{os.getpid()}.{os.urandom(16).hex()}"
     write_atomic(sluice_dir / name, ("\n".join(reasons) + "\n").encode())
 
 
@@ -538,6 +537,16 @@ def run_hook_round(
 
     Raises nothing: it runs with no one to tell but the log.
     """
+    from ..config import read_once
+
+    with read_once():  # the filter, each round's session: one read of git's config (issue 15)
+        return _run_hook_round(repo, wait_pid=wait_pid, inbox=inbox, clock=clock, step=step, wait_limit=wait_limit)
+
+
+def _run_hook_round(
+    repo: Repo, *, wait_pid: int | None, inbox: Path | None, clock: Clock | None, step: RoundRunner | None,
+    wait_limit: float,
+) -> int:
     clock = clock or default_clock()
     sluice_dir = Path(repo.common_dir) / "sluice"
     if not sluice_dir.is_dir():
@@ -560,7 +569,7 @@ def run_hook_round(
         reasons = decide(
             calls,
             remote=remote,
-            remote_url=repo.config_get(f"remote.{remote}.url"),
+            remote_url=_remote_url(repo, remote),
             taken_in=refs,
             request_heads=read_heads(sluice_dir),
         )
@@ -579,20 +588,52 @@ def run_hook_round(
         log.removeHandler(handler)
 
 
+def _remote_url(repo: Repo, remote: str) -> str | None:
+    from ..config import remote_url
+
+    found = remote_url(repo.workdir if repo.workdir is not None else repo.git_dir, remote)
+    # the config read does not answer (a broken file): ask libgit2, as before
+    return found if found is not None else repo.config_get(f"remote.{remote}.url")
+
+
+class LazyRepo:
+    """The clone's dirs from one ``git rev-parse``; libgit2 is opened only when a round needs it.
+
+    Most hook runs concern nothing (a push to a branch not taken in): they
+    read the inbox, the filter and the config, and end. Opening the clone
+    with libgit2 costs more than all of that (issue 15), so only what is
+    asked beyond the three dirs opens it, with the usual checks.
+    """
+
+    def __init__(self, git_dir: Path, common_dir: Path, workdir: Path | None) -> None:
+        self.git_dir, self.common_dir, self.workdir = git_dir, common_dir, workdir
+        self._repo: Repo | None = None
+
+    def __getattr__(self, name: str) -> Any:  # Any: whichever attribute of Repo is asked for
+        if name.startswith("__") or name == "_repo":
+            raise AttributeError(name)
+        if self._repo is None:
+            from ..repo import Repo
+
+            self._repo = Repo.discover(self.workdir if self.workdir is not None else self.git_dir)
+        return getattr(self._repo, name)
+
+
 def main(wait_pid: int | None, inbox: str | None) -> int:
     """The process entry point: find the clone the hook ran in, run, never fail."""
     if os.environ.get(INTERNAL_ENV):
         return 0
     try:
-        from ..repo import Repo
+        from ..remote.fetched import clone_dirs
 
-        repo = Repo.discover()
+        repo = LazyRepo(*clone_dirs())
     except Exception:
         return 0
     # our own git commands (the round's fetch and push) must not ask again,
     # and the hook's relative GIT_DIR / GIT_WORK_TREE must not leak into them
     os.environ[INTERNAL_ENV] = "1"
     scrub_environ()
-    run_hook_round(repo, wait_pid=wait_pid, inbox=Path(inbox) if inbox else None)
+    # it stands in for a Repo: the three dirs now, the rest through the real one when asked
+    run_hook_round(cast("Repo", repo), wait_pid=wait_pid, inbox=Path(inbox) if inbox else None)
     return 0
 

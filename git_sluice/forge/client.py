@@ -54,6 +54,12 @@ __all__ = [
 ]
 
 USER_AGENT = f"git-sluice/{__version__}"
+HEADERS = {
+    "Accept": "application/vnd.github+json",
+    "Accept-Encoding": "gzip, deflate",
+    "Connection": "keep-alive",
+    "User-Agent": USER_AGENT,
+}
 
 log = logging.getLogger("git_sluice")
 
@@ -156,18 +162,15 @@ class Forge:
         self.timeout = timeout
         self.stats = Stats()
         self.waits = Waits(clock, cancel)
-        self._http = httpx.Client(
-            transport=self._road(
-                transport or httpx.HTTPTransport(),
-                Admission(
-                    store, clock, self.waits, self.stats, enforce=enforce, permit_deadline=permit_deadline,
-                    on_wait=on_wait, probe_claim=probe_claim, before_call=before_call,
-                ),
-                on_pause=on_pause,
-                on_probed=on_probed,
-            ),
-            timeout=timeout,
-            follow_redirects=False,
+        self.admission = Admission(
+            store, clock, self.waits, self.stats, enforce=enforce, permit_deadline=permit_deadline,
+            on_wait=on_wait, probe_claim=probe_claim, before_call=before_call,
+        )
+        # the road is called directly, not through an httpx.Client: the client's own work
+        # per request (URL merging, cookies, its event machinery) was a fifth of a quiet
+        # round's CPU, and the road does everything it would (issue 15)
+        self._http = self._road(
+            transport or httpx.HTTPTransport(), self.admission, on_pause=on_pause, on_probed=on_probed
         )
 
     def _road(
@@ -183,8 +186,20 @@ class Forge:
         road = FailureMemory(road, self.kept, self.clock, self.stats)
         return SingleFlight(road, self.kept, self.clock, self.stats, self.waits)
 
+    def settle(self) -> None:
+        """Hand back the permits kept for the next calls and write the noted ledger (a round's end).
+
+        Calls reuse one permit per (pool, resource) and note their rate headers
+        in memory (issue 15: a handful of write transactions a round, not four
+        per call); this writes what waits, in one go.
+        """
+        self.admission.settle()
+
     def close(self) -> None:
-        self._http.close()
+        try:
+            self.settle()
+        finally:
+            self._http.close()
 
     def __enter__(self) -> "Forge":
         return self
@@ -275,8 +290,10 @@ class Forge:
         method = method.upper()
         url = self.url_for(path, params)
         call = Call(address_of(method, url), wait=wait, deadline=deadline)
-        headers = {"Accept": "application/vnd.github+json", "User-Agent": USER_AGENT}
-        response = self._http.request(method, url, headers=headers, json=json_body, extensions={CALL: call})
+        request = httpx.Request(method, url, headers=HEADERS, json=json_body, extensions={CALL: call})
+        response = self._http.handle_request(request)
+        response.request = request
+        response.read()
         marks = response.extensions
         counted, verdict = bool(marks.get(COUNTED)), marks.get(VERDICT)
         if counted and isinstance(verdict, rules.Verdict):

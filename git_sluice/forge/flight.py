@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-import filelock
 import httpx
 
 from ..errors import CallTimedOut
+from .kept import FlightLock
 from .road import META, SHARED, Call, KeptLayer, Waits, call_of, kept_response
 
 log = logging.getLogger("git_sluice")
@@ -35,17 +35,19 @@ class SingleFlight(KeptLayer):
         if request.method != "GET":
             return self.inner.handle_request(request)
         call = call_of(request)
-        before = self.kept.meta(call.address).generation
         lock = self.kept.flight_lock(call.address)
-        if not self._take(lock, call):
-            if call.deadline is not None and self.clock.time() >= call.deadline:
-                raise CallTimedOut(call.address, sent=False, waiting="while another caller on this clone asked it")
-            log.warning("another caller has been asking %s for too long: asking it on our own", call.address)
-            return self.inner.handle_request(request)
         try:
+            before = lock.mark()
+            if not self._take(lock, call):
+                if call.deadline is not None and self.clock.time() >= call.deadline:
+                    raise CallTimedOut(
+                        call.address, sent=False, waiting="while another caller on this clone asked it"
+                    )
+                log.warning("another caller has been asking %s for too long: asking it on our own", call.address)
+                return self.inner.handle_request(request)
             meta = self.kept.meta(call.address)
             failing = meta.fail_until is not None and meta.fail_until > self.clock.time()
-            if meta.generation != before and not failing:
+            if lock.mark() != before and not failing:
                 kept = self.kept.body(call.address, meta)
                 if kept is not None:  # the call we waited for answered: share it
                     self.stats.shared += 1
@@ -55,19 +57,19 @@ class SingleFlight(KeptLayer):
         finally:
             lock.release()
 
-    def _take(self, lock: filelock.BaseFileLock, call: Call) -> bool:
+    def _take(self, lock: FlightLock, call: Call) -> bool:
         """The lock within our patience (and our deadline), checking for a stop between tries."""
         limit = self.clock.time() + self.patience
         if call.deadline is not None:
             limit = min(limit, call.deadline)
+        if lock.acquire(timeout=0):
+            return True
         while True:
-            try:
-                lock.acquire(timeout=LOCK_POLL)
+            if lock.acquire(timeout=LOCK_POLL):
                 return True
-            except filelock.Timeout:
-                if self.clock.time() >= limit:
-                    return False
-                self.waits.check()
+            if self.clock.time() >= limit:
+                return False
+            self.waits.check()
 
     def close(self) -> None:
         self.inner.close()

@@ -22,19 +22,17 @@ docs/design.md#pitfalls-it-is-built-around):
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import logging
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
-
-import filelock
 
 from .. import paths
 from ..clock import Clock
@@ -53,6 +51,8 @@ SCHEMA_VERSION = 1
 DEFAULT_BUSY_TIMEOUT = 10.0
 LEDGER_BUCKET = 60  # seconds per ledger bucket: "the last hour" is then exact to a minute
 LEDGER_KEEP = 2 * 86400
+NOTE_FLUSH_AFTER = 2.0
+"""Real seconds a process keeps noted rate headers and counted calls before it writes them (issue 15)."""
 
 OutcomeKind = Literal["ok", "throttle", "spent", "failure", "not_attempted"]
 _T = TypeVar("_T")
@@ -172,6 +172,9 @@ class BudgetRow:
     cost_last_hour: int
 
 
+PermitCheck = Literal["ok", "gone", "fenced"]
+
+
 class _Corrupt(Exception):
     """The file is not (or no longer) a usable database."""
 
@@ -194,12 +197,25 @@ class HostStore:
         self._inode: tuple[int, int] | None = None
         self._pid = os.getpid()
         self._inherited: list[sqlite3.Connection] = []
+        self.writes = 0  # write transactions this object ran (a quiet round's are counted by the tests)
+        # rate headers and counted calls noted, not yet written (one write per round, not one per call)
+        self._noted_rates: dict[tuple[str, str], tuple[rules.RateHeaders, float]] = {}
+        self._noted_calls: dict[tuple[str, str, int], list[int]] = {}
+        self._noted_since: float | None = None
         with self._mutex:
             self._connect()
 
     # --- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
+        """Write what was noted, then close the connection."""
+        with self._mutex:
+            if self._noted_rates or self._noted_calls:
+                with contextlib.suppress(HostStoreError):
+                    self.flush()
+            self._disconnect()
+
+    def _disconnect(self) -> None:
         with self._mutex:
             if self._conn is not None and self._pid == os.getpid():
                 with contextlib.suppress(sqlite3.Error):
@@ -220,7 +236,7 @@ class HostStore:
             self._recover(str(exc))
 
     def _open_once(self) -> None:
-        self.close()
+        self._disconnect()
         parent = self.path.parent
         if not parent.is_dir():
             parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -293,7 +309,9 @@ class HostStore:
 
     def _recover(self, why: str) -> None:
         """Move a corrupt file aside (once, even with many processes at it) and start afresh."""
-        self.close()
+        import filelock  # only here: status and the hooks' readers never pay for its import
+
+        self._disconnect()
         lock = filelock.FileLock(str(self.path) + ".recover.lock", timeout=self.busy_timeout)
         try:
             with lock:
@@ -373,6 +391,7 @@ class HostStore:
     def _write(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         """One read-modify-write under SQLite's write lock, so no other process interleaves."""
         conn.execute("BEGIN IMMEDIATE")
+        self.writes += 1
         try:
             yield conn
             conn.execute("COMMIT")
@@ -448,12 +467,14 @@ class HostStore:
             with self._write(conn):
                 now = self.clock.time()
                 state = self._load_live(conn, pool, resource, now)
-                permit_id = uuid.uuid4().hex
+                permit_id = os.urandom(16).hex()  # as uuid4().hex, without importing uuid
                 if enforce:
                     decision = gate.acquire(state, now, permit_id, now + deadline)
                     if isinstance(decision, gate.Wait) and decision.reason == "paused":
                         self._count(conn, pool, resource, "held")
                 else:
+                    import copy
+
                     trial = copy.deepcopy(state)
                     decision = gate.acquire(trial, now, permit_id, now + deadline)
                     if isinstance(decision, gate.Grant):
@@ -484,6 +505,28 @@ class HostStore:
                     self._count(conn, permit.pool, permit.resource, "fenced" if permit.enforce else "would_fence")
                 self._save(conn, permit.pool, permit.resource, state, now)
             return ok or not permit.enforce
+
+        return self._run(op)
+
+    def check(self, permit: Permit) -> PermitCheck:
+        """Would ``start`` still let this permit's next call on the wire? Read only: no write lock taken.
+
+        A process reusing one normal permit for a round's calls (permits.py) asks
+        this before each call: "ok" while the gate stays open at the permit's
+        epoch and the permit is recorded; "fenced" once a throttle anywhere on
+        the host moved the epoch (the caller then ``start``s it, which drops and
+        counts it, as for any permit fenced before the wire); "gone" when it
+        expired or was handed back.
+        """
+
+        def op(conn: sqlite3.Connection) -> PermitCheck:
+            state = self._load(conn, permit.pool, permit.resource)
+            if state.epoch != permit.epoch or state.phase != "open":
+                return "fenced"
+            held = state.permits.get(permit.id)
+            if held is None or self.clock.time() >= held.deadline:
+                return "gone"
+            return "ok"
 
         return self._run(op)
 
@@ -620,34 +663,103 @@ class HostStore:
     # --- the budget ledger --------------------------------------------------------------
 
     def record_rate(self, pool: str, resource: str, headers: rules.RateHeaders, *, counted: bool, cost: int) -> None:
-        """Remember the last rate headers of (pool, resource) and, if GitHub counted it, the call."""
+        """Remember the last rate headers of (pool, resource) and, if GitHub counted it, the call (written now)."""
 
         def op(conn: sqlite3.Connection) -> None:
             with self._write(conn):
                 now = self.clock.time()
                 if any(v is not None for v in (headers.limit, headers.remaining, headers.used, headers.reset)):
-                    conn.execute(
-                        "INSERT INTO rates (pool, resource, lim, remaining, used, reset, observed_at) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pool, resource) DO UPDATE SET "
-                        "lim = COALESCE(excluded.lim, lim), remaining = COALESCE(excluded.remaining, remaining), "
-                        "used = COALESCE(excluded.used, used), reset = COALESCE(excluded.reset, reset), "
-                        "observed_at = excluded.observed_at",
-                        (pool, resource, headers.limit, headers.remaining, headers.used, headers.reset, now),
-                    )
+                    self._upsert_rate(conn, pool, resource, headers, now)
                 if counted:
-                    bucket = int(now // LEDGER_BUCKET) * LEDGER_BUCKET
-                    conn.execute(
-                        "INSERT INTO ledger (pool, resource, bucket, counted, cost) VALUES (?, ?, ?, 1, ?) "
-                        "ON CONFLICT (pool, resource, bucket) DO UPDATE SET "
-                        "counted = counted + 1, cost = cost + excluded.cost",
-                        (pool, resource, bucket, int(cost)),
-                    )
+                    self._add_calls(conn, pool, resource, int(now // LEDGER_BUCKET) * LEDGER_BUCKET, 1, cost)
                     conn.execute("DELETE FROM ledger WHERE bucket < ?", (int(now) - LEDGER_KEEP,))
 
         self._run(op)
 
+    def note_rate(self, pool: str, resource: str, headers: rules.RateHeaders, *, counted: bool, cost: int) -> None:
+        """``record_rate``, kept in memory and written with the others by ``flush`` (at most every 2 s).
+
+        The road notes every answer's headers here: written one by one they cost
+        a write transaction per call (issue 15). What waits is only the ledger
+        (the last headers, the counted calls); a pause is never deferred.
+        """
+        with self._mutex:
+            if self._pid != os.getpid():  # a forked child does not write its parent's notes
+                self._noted_rates.clear()
+                self._noted_calls.clear()
+                self._noted_since = None
+            now = self.clock.time()
+            key = (pool, resource)
+            if any(v is not None for v in (headers.limit, headers.remaining, headers.used, headers.reset)):
+                old = self._noted_rates.get(key)
+                if old is not None:
+                    prev = old[0]
+                    headers = rules.RateHeaders(
+                        limit=headers.limit if headers.limit is not None else prev.limit,
+                        remaining=headers.remaining if headers.remaining is not None else prev.remaining,
+                        used=headers.used if headers.used is not None else prev.used,
+                        reset=headers.reset if headers.reset is not None else prev.reset,
+                        resource=headers.resource,
+                    )
+                self._noted_rates[key] = (headers, now)
+            if counted:
+                bucket = int(now // LEDGER_BUCKET) * LEDGER_BUCKET
+                tally = self._noted_calls.setdefault((pool, resource, bucket), [0, 0])
+                tally[0] += 1
+                tally[1] += int(cost)
+            if self._noted_since is None:
+                self._noted_since = time.monotonic()
+            elif time.monotonic() - self._noted_since >= NOTE_FLUSH_AFTER:
+                self.flush()
+
+    def flush(self) -> None:
+        """Write the noted rate headers and counted calls, in one transaction (nothing noted: no write)."""
+        with self._mutex:
+            if self._pid != os.getpid():
+                self._noted_rates.clear()
+                self._noted_calls.clear()
+            if not self._noted_rates and not self._noted_calls:
+                self._noted_since = None
+                return
+            rates, calls = dict(self._noted_rates), dict(self._noted_calls)
+
+            def op(conn: sqlite3.Connection) -> None:
+                with self._write(conn):
+                    for (pool, resource), (headers, at) in rates.items():
+                        self._upsert_rate(conn, pool, resource, headers, at)
+                    for (pool, resource, bucket), (counted, cost) in calls.items():
+                        self._add_calls(conn, pool, resource, bucket, counted, cost)
+                    if calls:
+                        conn.execute("DELETE FROM ledger WHERE bucket < ?", (int(self.clock.time()) - LEDGER_KEEP,))
+
+            self._run(op)
+            self._noted_rates.clear()
+            self._noted_calls.clear()
+            self._noted_since = None
+
+    @staticmethod
+    def _upsert_rate(conn: sqlite3.Connection, pool: str, resource: str, headers: rules.RateHeaders, now: float) -> None:
+        conn.execute(
+            "INSERT INTO rates (pool, resource, lim, remaining, used, reset, observed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pool, resource) DO UPDATE SET "
+            "lim = COALESCE(excluded.lim, lim), remaining = COALESCE(excluded.remaining, remaining), "
+            "used = COALESCE(excluded.used, used), reset = COALESCE(excluded.reset, reset), "
+            "observed_at = excluded.observed_at",
+            (pool, resource, headers.limit, headers.remaining, headers.used, headers.reset, now),
+        )
+
+    @staticmethod
+    def _add_calls(conn: sqlite3.Connection, pool: str, resource: str, bucket: int, counted: int, cost: int) -> None:
+        conn.execute(
+            "INSERT INTO ledger (pool, resource, bucket, counted, cost) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (pool, resource, bucket) DO UPDATE SET "
+            "counted = counted + excluded.counted, cost = cost + excluded.cost",
+            (pool, resource, bucket, int(counted), int(cost)),
+        )
+
     def budget(self) -> list[BudgetRow]:
         """Per (pool, resource): the last rate headers seen and the calls counted in the last hour."""
+        self.flush()
 
         def op(conn: sqlite3.Connection) -> list[BudgetRow]:
             since = self.clock.time() - 3600

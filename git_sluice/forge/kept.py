@@ -2,33 +2,47 @@
 
 Why not an off-the-shelf HTTP cache (hishel)? git-sluice needs three things a
 cache keyed by URL does not give: (1) the record lives in the clone's common
-dir, one file per address, so every worktree and process of the clone shares
-it and a corrupt file costs one address, not the whole cache; (2) callers
-asking the same address at the same moment, in *any process*, share one call
-(single-flight through a per-address file lock and a generation counter);
-(3) an address that keeps failing is not asked again for a while, across
-processes. A kept answer is never served without GitHub's word that it is
-unchanged (a 304) — except to a caller that was already waiting for the very
-call that just confirmed it.
+dir, so every worktree and process of the clone shares it and a corrupt file
+costs one address, not the whole cache; (2) callers asking the same address
+at the same moment, in *any process*, share one call (single flight through
+a per-address lock file and the mark in it); (3) an address that keeps
+failing is not asked again for a while, across processes. A kept answer is
+never served without GitHub's word that it is unchanged (a 304) — except to
+a caller that was already waiting for the very call that just confirmed it.
 
-Each address has two files: ``<key>.meta`` (small: ETag, Last-Modified,
-generation, failure memory; rewritten on every 304) and ``<key>.body`` (the
-full answer; rewritten only on a 200). Both are written atomically.
+What is on disk, and why a 304 writes nothing but a few bytes (issue 15):
+
+- ``<key>.body``: the full answer — one line of JSON (the address, its
+  validators, status and kept headers), then the body's bytes as GitHub sent
+  them. Written (atomically) only on a 200. The validators live with the
+  body they validate, so the two can never disagree after a crash.
+- ``<key>.lock``: the single-flight lock. Whoever holds it writes a fresh
+  *mark* into it when the call is answered; a caller that waited and finds
+  the mark moved shares that answer. A pwrite into an open file, not a
+  rename: a quiet round of 150 conditional GETs used to rewrite and rename
+  150 meta files.
+- ``index.json``: failure memory (the addresses that failed and until when),
+  one document for the clone, written only when an address fails or
+  recovers — a quiet round does not write it at all. Corrupt, it is
+  discarded (with a warning): the addresses are asked again.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
+import fcntl
 import hashlib
+import itertools
 import json
 import logging
+import os
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-import filelock
-
-from ..statefile import write_atomic
+from ..statefile import JsonDocument, write_atomic
 
 log = logging.getLogger("git_sluice")
 
@@ -38,6 +52,10 @@ FAILURE_CAP = 900.0
 # Only these answer headers are kept: enough to serve a 304 faithfully
 # (pagination, content type) and nothing that could carry a credential.
 KEPT_HEADERS = ("content-type", "link", "etag", "last-modified")
+
+BODY_MAGIC = b"sluice-kept 2 "
+MARK_SIZE = 40
+_marks = itertools.count(1)
 
 
 def address_of(method: str, url: str) -> str:
@@ -54,45 +72,6 @@ def failure_backoff(count: int) -> float:
 
 
 @dataclass
-class Meta:
-    """The small, often-rewritten half of a kept answer."""
-
-    address: str
-    generation: int = 0
-    etag: str | None = None
-    last_modified: str | None = None
-    confirmed_at: float | None = None
-    fail_count: int = 0
-    fail_until: float | None = None
-    fail_reason: str | None = None
-
-    def to_json(self) -> dict[str, object]:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_json(cls, data: object) -> "Meta":
-        if not isinstance(data, dict) or not isinstance(data.get("address"), str):
-            raise ValueError("not a kept-answer meta record")
-        meta = cls(address=data["address"])
-        for name in ("generation", "fail_count"):
-            value = data.get(name, 0)
-            if not isinstance(value, int):
-                raise ValueError(f"bad {name}")
-            setattr(meta, name, value)
-        for name in ("etag", "last_modified", "fail_reason"):
-            value = data.get(name)
-            if value is not None and not isinstance(value, str):
-                raise ValueError(f"bad {name}")
-            setattr(meta, name, value)
-        for name in ("confirmed_at", "fail_until"):
-            value = data.get(name)
-            if value is not None and not isinstance(value, (int, float)):
-                raise ValueError(f"bad {name}")
-            setattr(meta, name, value)
-        return meta
-
-
-@dataclass
 class KeptBody:
     """The last full answer: status, the kept headers and the body bytes."""
 
@@ -103,120 +82,264 @@ class KeptBody:
     body: bytes = b""
 
 
+@dataclass
+class Meta:
+    """What is known of one address: its validators (from the kept body) and its failure memory."""
+
+    address: str
+    etag: str | None = None
+    last_modified: str | None = None
+    fail_count: int = 0
+    fail_until: float | None = None
+    fail_reason: str | None = None
+    kept: KeptBody | None = field(default=None, repr=False, compare=False)
+
+    def failure(self) -> dict[str, object]:
+        return {"address": self.address, "fail_count": self.fail_count, "fail_until": self.fail_until,
+                "fail_reason": self.fail_reason}
+
+    def take_failure(self, data: object) -> None:
+        """Failure memory from the index; raises ValueError on a malformed record."""
+        if not isinstance(data, dict) or data.get("address") != self.address:
+            raise ValueError("not this address's failure record")
+        count, until, reason = data.get("fail_count", 0), data.get("fail_until"), data.get("fail_reason")
+        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= 1000:
+            raise ValueError("bad fail_count")
+        if until is not None and (not isinstance(until, (int, float)) or isinstance(until, bool)):
+            raise ValueError("bad fail_until")
+        if reason is not None and not isinstance(reason, str):
+            raise ValueError("bad fail_reason")
+        self.fail_count, self.fail_until, self.fail_reason = count, None if until is None else float(until), reason
+
+
+def _parse_body(address: str, raw: bytes) -> KeptBody:
+    """A body file's answer; raises ValueError (and friends) when it is not one for ``address``."""
+    if raw.startswith(BODY_MAGIC):
+        line, sep, body = raw[len(BODY_MAGIC):].partition(b"\n")
+        if not sep:
+            raise ValueError("cut short")
+        head = json.loads(line)
+    else:  # the earlier layout: one JSON document, the body in base64 (read, rewritten by the next 200)
+        import base64
+
+        head = json.loads(raw)
+        body = base64.b64decode(head["body"], validate=True)
+    if not isinstance(head, dict) or head.get("address", address) != address:
+        raise ValueError("not this address's answer")
+    for name in ("etag", "last_modified"):
+        if head.get(name) is not None and not isinstance(head[name], str):
+            raise ValueError(f"bad {name}")
+    return KeptBody(
+        etag=head.get("etag"),
+        last_modified=head.get("last_modified"),
+        status=int(head["status"]),
+        headers={str(k): str(v) for k, v in dict(head["headers"]).items()},
+        body=body,
+    )
+
+
+class FlightLock:
+    """The per-address lock (``flock`` on ``<key>.lock``), and the mark its holder leaves in it.
+
+    ``mark()`` reads the mark (no lock needed); the holder's ``stamp()``
+    writes a fresh one when the call is answered. Not re-entrant; one
+    holder at a time per open lock, in any thread or process.
+    """
+
+    def __init__(self, kept: KeptAnswers, address: str, path: Path) -> None:
+        self.kept, self.address, self.path = kept, address, path
+        self._fd: int | None = None
+        self.held = False
+
+    def _open(self) -> int:
+        if self._fd is None:
+            self.kept._ensure_dir()
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        return self._fd
+
+    def mark(self) -> bytes:
+        try:
+            return os.pread(self._open(), MARK_SIZE, 0)
+        except OSError:
+            return b""
+
+    def acquire(self, timeout: float | None = None, poll: float = 0.05) -> bool:
+        """Take the lock; False when ``timeout`` seconds (real time) pass first (None: wait as long as it takes)."""
+        fd = self._open()
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if end is not None and time.monotonic() >= end:
+                    return False
+                time.sleep(poll if end is None else max(min(poll, end - time.monotonic()), 0.0))
+        self.held = True
+        self.kept._holding(self)
+        return True
+
+    def stamp(self) -> None:
+        """A fresh mark: the call under this lock was answered (waiters may share it)."""
+        mark = f"{os.getpid()}.{threading.get_ident()}.{next(_marks)}.{time.monotonic_ns()}"
+        os.pwrite(self._open(), mark.encode()[:MARK_SIZE].ljust(MARK_SIZE), 0)
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.kept._released(self)
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._open(), fcntl.LOCK_UN)
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> FlightLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class KeptAnswers:
     """Kept answers for one directory (a clone's ``.git/sluice/kept``)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
+        self.index = JsonDocument(self.directory / "index.json", what="kept answers' failure memory")
+        self._failures: dict[str, Any] = {}
+        self._seen: tuple[int, int, int] | None = None  # (inode, size, mtime) of the index last read
+        self._held: dict[str, FlightLock] = {}
+        self._mutex = threading.Lock()
+        self._dir_made = False
+        self.index_writes = 0  # what this object wrote to the index (a quiet round writes nothing)
 
     # -- paths -------------------------------------------------------------
     def _key(self, address: str) -> str:
         return hashlib.sha256(address.encode()).hexdigest()[:40]
 
-    def _paths(self, address: str) -> tuple[Path, Path, Path]:
-        key = self._key(address)
-        d = self.directory
-        return d / f"{key}.meta", d / f"{key}.body", d / f"{key}.lock"
+    def _body_path(self, address: str) -> Path:
+        return self.directory / f"{self._key(address)}.body"
 
     def _ensure_dir(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self._dir_made:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._dir_made = True
+
+    # -- the index (failure memory) ----------------------------------------
+    def _index(self) -> dict[str, Any]:
+        """The failures by key, re-read only when the file changed (one stat per call)."""
+        try:
+            st = os.stat(self.index.path)
+            seen: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            seen = None
+        with self._mutex:
+            if seen != self._seen:
+                self._failures = self._read_index() if seen is not None else {}
+                self._seen = seen
+            return self._failures
+
+    def _read_index(self) -> dict[str, Any]:
+        data = self.index.read()  # corrupt: discarded with a warning, read as empty
+        failures = data.get("failures", {})
+        if not isinstance(failures, dict):
+            log.warning("kept answers' failure memory %s is corrupt: discarded", self.index.path)
+            return {}
+        return failures
+
+    def _set_failure(self, meta: Meta) -> None:
+        """Write (or clear) one address's failure memory in the index, at once: other callers must see it."""
+        key = self._key(meta.address)
+        self._ensure_dir()
+        with self.index.update() as data:
+            failures = data.get("failures")
+            if not isinstance(failures, dict):
+                failures = data["failures"] = {}
+            if meta.fail_count or meta.fail_until is not None:
+                failures[key] = meta.failure()
+            else:
+                failures.pop(key, None)
+        self.index_writes += 1
 
     # -- reading -----------------------------------------------------------
     def meta(self, address: str) -> Meta:
-        """The meta record, or a fresh one; a corrupt record is discarded (and logged)."""
-        meta_path, body_path, _ = self._paths(address)
-        try:
-            raw = meta_path.read_bytes()
-        except FileNotFoundError:
-            return Meta(address=address)
-        except OSError as exc:
-            log.warning("kept answer for %s unreadable (%s): asking GitHub afresh", address, exc)
-            return Meta(address=address)
-        try:
-            meta = Meta.from_json(json.loads(raw))
-            if meta.address != address:
-                raise ValueError("address mismatch")
-            return meta
-        except (ValueError, UnicodeDecodeError) as exc:
-            log.warning("kept answer for %s was corrupt (%s): discarded, asking GitHub afresh", address, exc)
-            self._discard(meta_path, body_path)
-            return Meta(address=address)
+        """What is known of ``address``: validators of its kept body, its failure memory."""
+        meta = Meta(address=address)
+        kept = self.body(address, meta)
+        if kept is not None:
+            meta.etag, meta.last_modified, meta.kept = kept.etag, kept.last_modified, kept
+        record = self._index().get(self._key(address))
+        if record is not None:
+            try:
+                meta.take_failure(record)
+            except ValueError as exc:
+                log.warning("failure memory of %s was corrupt (%s): discarded", address, exc)
+        return meta
 
     def body(self, address: str, meta: Meta) -> KeptBody | None:
-        """The kept body matching ``meta``'s validators, or None (missing or corrupt: discarded)."""
-        meta_path, body_path, _ = self._paths(address)
+        """The kept answer, or None (missing or corrupt: discarded, so the next GET is unconditional)."""
+        if meta.kept is not None:
+            return meta.kept
+        path = self._body_path(address)
         try:
-            raw = body_path.read_bytes()
-        except FileNotFoundError:
-            return None
+            raw = path.read_bytes()
         except OSError:
             return None
         try:
-            data = json.loads(raw)
-            kept = KeptBody(
-                etag=data["etag"],
-                last_modified=data["last_modified"],
-                status=int(data["status"]),
-                headers={str(k): str(v) for k, v in dict(data["headers"]).items()},
-                body=base64.b64decode(data["body"], validate=True),
-            )
+            return _parse_body(address, raw)
         except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            log.warning("kept body for %s was corrupt (%s): discarded", address, exc)
-            self._discard(body_path)
+            log.warning("kept answer for %s was corrupt (%s): discarded, asking GitHub afresh", address, exc)
+            self._discard(path)
             return None
-        if kept.etag != meta.etag or kept.last_modified != meta.last_modified:
-            # the two halves disagree (a crash between writes): the body cannot be trusted
-            return None
-        return kept
 
     # -- writing -----------------------------------------------------------
     def store_full(self, meta: Meta, status: int, headers: dict[str, str], body: bytes, now: float) -> Meta:
-        """A 200 (with a validator): keep the body, then the meta that points at it."""
-        _, body_path, _ = self._paths(meta.address)
+        """A 200 (with a validator): keep the answer, validators beside its body."""
         meta.etag = headers.get("etag")
         meta.last_modified = headers.get("last-modified")
-        kept = {
-            "etag": meta.etag,
-            "last_modified": meta.last_modified,
-            "status": status,
-            "headers": {k: v for k, v in headers.items() if k in KEPT_HEADERS},
-            "body": base64.b64encode(body).decode("ascii"),
-        }
+        kept = KeptBody(meta.etag, meta.last_modified, status,
+                        {k: v for k, v in headers.items() if k in KEPT_HEADERS}, body)
+        head = {"address": meta.address, "etag": kept.etag, "last_modified": kept.last_modified,
+                "status": status, "headers": kept.headers}
         self._ensure_dir()
-        write_atomic(body_path, json.dumps(kept).encode())
+        write_atomic(self._body_path(meta.address), BODY_MAGIC + json.dumps(head).encode() + b"\n" + body)
+        meta.kept = kept
         return self.confirm(meta, now)
 
     def confirm(self, meta: Meta, now: float) -> Meta:
-        """GitHub confirmed the kept answer (a 304, or a fresh 200): clear failures, bump the generation."""
-        meta.generation += 1
-        meta.confirmed_at = now
-        meta.fail_count = 0
-        meta.fail_until = None
-        meta.fail_reason = None
-        self._write_meta(meta)
+        """GitHub answered (a 304, or a fresh answer): failures cleared, waiters told by the lock's mark."""
+        had_failed = meta.fail_count or meta.fail_until is not None
+        meta.fail_count, meta.fail_until, meta.fail_reason = 0, None, None
+        if had_failed:
+            self._set_failure(meta)
+        self._stamp(meta.address)
         return meta
 
     def forget_validators(self, meta: Meta) -> Meta:
-        """Drop the validators (e.g. the kept body is gone), so the next ask is unconditional."""
-        meta.etag = None
-        meta.last_modified = None
-        meta.generation += 1
-        self._write_meta(meta)
+        """Drop the kept answer (e.g. GitHub confirmed a body we no longer have): the next ask is unconditional."""
+        self._discard(self._body_path(meta.address))
+        meta.etag = meta.last_modified = None
+        meta.kept = None
         return meta
 
     def fail(self, meta: Meta, reason: str, now: float) -> Meta:
         """The address failed: remember it, so nobody on this clone asks again before ``fail_until``."""
-        meta.generation += 1
         meta.fail_count += 1
         meta.fail_until = now + failure_backoff(meta.fail_count)
         meta.fail_reason = reason
-        self._write_meta(meta)
+        self._set_failure(meta)
+        self._stamp(meta.address)
         return meta
 
-    def _write_meta(self, meta: Meta) -> None:
-        meta_path, _, _ = self._paths(meta.address)
-        self._ensure_dir()
-        write_atomic(meta_path, json.dumps(meta.to_json()).encode())
+    def _stamp(self, address: str) -> None:
+        with self._mutex:
+            lock = self._held.get(address)
+        if lock is not None:
+            with contextlib.suppress(OSError):
+                lock.stamp()
 
     def _discard(self, *paths: Path) -> None:
         for path in paths:
@@ -224,11 +347,18 @@ class KeptAnswers:
                 path.unlink()
 
     # -- single flight -----------------------------------------------------
-    def flight_lock(self, address: str) -> filelock.BaseFileLock:
+    def flight_lock(self, address: str) -> FlightLock:
         """The per-address lock: one caller on the clone asks this address at a time.
 
         Whoever takes it says how long to wait for it (flight.py bounds the wait).
         """
-        _, _, lock_path = self._paths(address)
-        self._ensure_dir()
-        return filelock.FileLock(str(lock_path))
+        return FlightLock(self, address, self.directory / f"{self._key(address)}.lock")
+
+    def _holding(self, lock: FlightLock) -> None:
+        with self._mutex:
+            self._held[lock.address] = lock
+
+    def _released(self, lock: FlightLock) -> None:
+        with self._mutex:
+            if self._held.get(lock.address) is lock:
+                del self._held[lock.address]

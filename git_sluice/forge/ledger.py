@@ -45,10 +45,10 @@ class Ledger(httpx.BaseTransport):
         permit = request.extensions.get(PERMIT)
         if isinstance(permit, Permit):
             rate = rules.parse_rate_headers(headers)
-            self.store.record_rate(permit.pool, verdict.resource, rate, counted=counted, cost=cost)
+            self.store.note_rate(permit.pool, verdict.resource, rate, counted=counted, cost=cost)
             graphql = graphql_rate(body) if path.endswith("/graphql") else None
             if graphql is not None:
-                self.store.record_rate(permit.pool, "graphql", graphql, counted=False, cost=0)
+                self.store.note_rate(permit.pool, "graphql", graphql, counted=False, cost=0)
         response.extensions = {**response.extensions, VERDICT: verdict, COUNTED: counted, COST: cost}
         return response
 

@@ -28,7 +28,7 @@ class FailureMemory(KeptLayer):
             reason = transport_reason(exc)
         self.stats.failures += 1
         now = self.clock.time()
-        meta = self.kept.fail(self.kept.meta(address), reason, now)
+        meta = self.kept.fail(meta, reason, now)
         raise ForgeUnavailable(address, meta.fail_until or now, reason) from None
 
     def close(self) -> None:

@@ -12,6 +12,7 @@ path must lie under the configured path at a ``/`` boundary. Plain
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -37,8 +38,13 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=4096)
 def split(url: str) -> tuple[Origin, str] | None:
-    """(origin, path) of an http(s) URL without credentials in it, else None."""
+    """(origin, path) of an http(s) URL without credentials in it, else None.
+
+    Pure, so remembered: every call checks its URL against the same two
+    configured endpoints, and a drive asks the same addresses every round.
+    """
     try:
         parts = urlsplit(url)
         port = parts.port

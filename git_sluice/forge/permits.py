@@ -9,11 +9,21 @@ dropped unsent and counted *not attempted*.
 ``HostGate`` sends the call under that permit and hands the permit back with
 the outcome the ledger's verdict names: a throttle pauses the host (and,
 through ``on_pause``, the fleet); a failure goes to failure memory.
+
+Permits are taken and settled in batches (issue 15): a *normal* permit (the
+gate open) is kept by ``Admission`` for the process's next calls to the same
+(pool, resource) until ``settle`` hands it back or it comes near its
+deadline. Before each reuse the store is *read* (``HostStore.check``, no
+write lock): a throttle anywhere on the host moved the epoch, and the next
+call is fenced unsent exactly as an unstarted permit is. A round of 150
+conditional GETs so costs a handful of write transactions, not 600. Probes
+and cohort permits stay one per call: the ramp counts calls.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 
 import httpx
@@ -48,6 +58,9 @@ class Admission:
         # told the pool before each call asks for a permit: the fleet's pauses get a chance
         # to reach the host store first (a rate-limited check of the pause notes, issue #14 point 14)
         self.before_call = before_call
+        # a started normal permit per (pool, resource), reused for the next calls (see the module's docstring)
+        self._kept: dict[tuple[str, str], Permit] = {}
+        self._kept_lock = threading.Lock()
 
     def admit(self, pool: str, resource: str, *, wait: bool, deadline: float | None) -> Permit:
         said_paused = False
@@ -58,6 +71,9 @@ class Admission:
                 pass
         while True:
             self.waits.check()
+            kept = self._reuse(pool, resource)
+            if kept is not None:
+                return kept
             decision = self.store.acquire(pool, resource, deadline=self.permit_deadline, enforce=self.enforce)
             now = self.clock.time()
             if isinstance(decision, Permit):
@@ -66,6 +82,9 @@ class Admission:
                     continue
                 if decision.kind == "probe" and self.probe_claim is not None and not self.probe_claim(decision):
                     continue  # another host probes for the fleet; the claim recorded the wait
+                if decision.kind == "normal":
+                    with self._kept_lock:
+                        self._kept.setdefault((pool, resource), decision)
                 return decision
             if decision.reason == "paused":
                 if not wait or (deadline is not None and decision.until > deadline):
@@ -80,6 +99,51 @@ class Admission:
             if deadline is not None and now > deadline:
                 raise AllowanceSpent(pool, resource, decision.until, reason=f"{decision.reason} in progress")
             self.waits.poll(PROBE_POLL)  # real time: the wait is for another caller's call to end
+
+    def _reuse(self, pool: str, resource: str) -> Permit | None:
+        """The kept normal permit, if the store says its next call may still go on the wire."""
+        key = (pool, resource)
+        with self._kept_lock:
+            permit = self._kept.get(key)
+        if permit is None:
+            return None
+        # a call needs its whole deadline inside the permit's: near the end, hand it back and take another
+        if permit.deadline_at - self.clock.time() <= self.permit_deadline / 2:
+            self._drop(permit)
+            self.store.finish(permit, Outcome("ok"))
+            return None
+        check = self.store.check(permit)
+        if check == "ok":
+            return permit
+        self._drop(permit)
+        if check == "fenced" and not self.store.start(permit):  # drops and counts it, as any fenced permit
+            self.stats.not_attempted += 1
+        return None
+
+    def _drop(self, permit: Permit) -> None:
+        with self._kept_lock:
+            if self._kept.get((permit.pool, permit.resource)) == permit:
+                del self._kept[(permit.pool, permit.resource)]
+
+    def is_kept(self, permit: Permit) -> bool:
+        with self._kept_lock:
+            return self._kept.get((permit.pool, permit.resource)) == permit
+
+    def finish(self, permit: Permit, outcome: Outcome) -> PauseView | None:
+        """Hand one call's permit back. A kept permit's ``ok`` or ``failure`` changes no gate: no write."""
+        if self.is_kept(permit):
+            if outcome.kind in ("ok", "failure"):
+                return None
+            self._drop(permit)
+        return self.store.finish(permit, outcome)
+
+    def settle(self) -> None:
+        """Hand back every kept permit and write the noted ledger (a round's end, or the forge's close)."""
+        with self._kept_lock:
+            kept, self._kept = list(self._kept.values()), {}
+        for permit in kept:
+            self.store.finish(permit, Outcome("ok"))
+        self.store.flush()
 
 
 class HostGate(httpx.BaseTransport):
@@ -100,7 +164,7 @@ class HostGate(httpx.BaseTransport):
             try:
                 response = self.inner.handle_request(request)
             except Exception as exc:
-                self.admission.store.finish(permit, Outcome("failure" if _was_sent(exc) else "not_attempted"))
+                self.admission.finish(permit, Outcome("failure" if _was_sent(exc) else "not_attempted"))
                 raise
             verdict: rules.Verdict = response.extensions[VERDICT]
             pause = self._finish(permit, verdict)
@@ -121,7 +185,7 @@ class HostGate(httpx.BaseTransport):
         """Hand the permit back; tell the fleet of a pause it opened, or that a probe went well."""
         kinds: dict[str, OutcomeKind] = {"spent_ok": "spent", "throttle": "throttle", "failure": "failure"}
         kind = kinds.get(verdict.kind, "ok")
-        pause = self.admission.store.finish(permit, Outcome(kind, verdict))
+        pause = self.admission.finish(permit, Outcome(kind, verdict))
         if permit.kind == "probe" and kind == "ok" and self.on_probed is not None:
             try:
                 self.on_probed(permit)

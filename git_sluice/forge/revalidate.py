@@ -3,7 +3,7 @@
 GitHub does not count an authorised 304 against the primary allowance, so a
 GET whose answer has not moved costs nothing but the round trip. A 200 with
 a validator is kept for next time; any other answer to a GET still confirms
-the address (its generation moves, its failure memory clears), which is what
+the address (its lock's mark moves, its failure memory clears), which is what
 single flight's waiters watch for.
 """
 
@@ -31,21 +31,21 @@ class Revalidate(KeptLayer):
         response = self.inner.handle_request(request)
         if response.status_code == 304 and kept is None:
             # GitHub confirmed a body we no longer have: ask again, unconditionally
-            self.kept.forget_validators(self.kept.meta(address))
+            self.kept.forget_validators(meta)
             for name in CONDITIONS:
                 request.headers.pop(name, None)
             response = self.inner.handle_request(request)
         now = self.clock.time()
         if response.status_code == 304 and kept is not None:
             self.stats.not_modified += 1
-            self.kept.confirm(self.kept.meta(address), now)
+            self.kept.confirm(meta, now)  # a 304 writes no file: the lock's mark tells any waiter
             return kept_response(request, kept, **{REVALIDATED: True})
         headers = {k.lower(): v for k, v in response.headers.items()}
         if response.status_code == 200 and ("etag" in headers or "last-modified" in headers):
-            self.kept.store_full(self.kept.meta(address), 200, headers, response.read(), now)
+            self.kept.store_full(meta, 200, headers, response.read(), now)
             response.extensions = {**response.extensions, STORED: True}
         else:
-            self.kept.confirm(self.kept.meta(address), now)
+            self.kept.confirm(meta, now)
         return response
 
     def close(self) -> None:

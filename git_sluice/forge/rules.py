@@ -19,7 +19,6 @@ every other tool on the account.
 from __future__ import annotations
 
 import datetime as _dt
-import email.utils
 import hashlib
 import json
 import math
@@ -180,6 +179,8 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
             return now + seconds
         return None
     try:
+        import email.utils  # only for a Retry-After given as a date: rare, and email is a heavy import
+
         when = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError, OverflowError):
         return None

@@ -30,22 +30,20 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from graphql import parse
-from graphql.language import (
-    FieldNode,
-    FragmentDefinitionNode,
-    FragmentSpreadNode,
-    InlineFragmentNode,
-    IntValueNode,
-    OperationDefinitionNode,
-    SelectionSetNode,
-    VariableNode,
-)
+from typing import TYPE_CHECKING, Any, cast
 
 from ..jsonshape import field_list, field_map
 from .request import Request
+
+if TYPE_CHECKING:  # graphql-core is loaded only to price a query: a quiet round sends none (issue 15)
+    from graphql.language import (
+        FieldNode,
+        FragmentDefinitionNode,
+        FragmentSpreadNode,
+        InlineFragmentNode,
+        OperationDefinitionNode,
+        SelectionSetNode,
+    )
 
 MAX_PAGE = 100
 """GitHub's ceiling for ``first``/``last`` on any connection."""
@@ -215,10 +213,10 @@ def _argument(node: FieldNode, name: str, variables: Mapping[str, Any]) -> int |
         if arg.name.value != name:
             continue
         value = arg.value
-        if isinstance(value, IntValueNode):
-            return int(value.value)
-        if isinstance(value, VariableNode):
-            found = variables.get(value.name.value)
+        if value.kind == "int_value":
+            return int(value.value)  # type: ignore[attr-defined]
+        if value.kind == "variable":
+            found = variables.get(value.name.value)  # type: ignore[attr-defined]
             return int(found) if isinstance(found, int) else None
     return None
 
@@ -235,20 +233,23 @@ def _walk(
         return 0, 0
     requests = nodes = 0
     for selection in selection_set.selections:
-        if isinstance(selection, FieldNode):
-            size = _argument(selection, "first", variables)
+        # by kind, not isinstance: the node classes would import graphql-core with this module
+        kind = selection.kind
+        if kind == "field":
+            node = cast("FieldNode", selection)
+            size = _argument(node, "first", variables)
             if size is None:
-                size = _argument(selection, "last", variables)
+                size = _argument(node, "last", variables)
             if size is None:
-                r, n = _walk(selection.selection_set, multiplier, fragments, variables, seen)
+                r, n = _walk(node.selection_set, multiplier, fragments, variables, seen)
             else:
-                r, n = _walk(selection.selection_set, multiplier * size, fragments, variables, seen)
+                r, n = _walk(node.selection_set, multiplier * size, fragments, variables, seen)
                 r += multiplier
                 n += multiplier * size
-        elif isinstance(selection, InlineFragmentNode):
-            r, n = _walk(selection.selection_set, multiplier, fragments, variables, seen)
-        elif isinstance(selection, FragmentSpreadNode):
-            name = selection.name.value
+        elif kind == "inline_fragment":
+            r, n = _walk(cast("InlineFragmentNode", selection).selection_set, multiplier, fragments, variables, seen)
+        elif kind == "fragment_spread":
+            name = cast("FragmentSpreadNode", selection).name.value
             fragment = fragments.get(name)
             if fragment is None or name in seen:
                 continue
@@ -261,12 +262,18 @@ def _walk(
 
 
 def _measure(query: str, variables: Mapping[str, Any] | None) -> tuple[int, int]:
+    from graphql import parse  # ~95 ms of imports, paid only by a round that reads (issue 15)
+
     document = parse(query, no_location=True)
-    fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+    fragments = {
+        d.name.value: d for d in (cast("FragmentDefinitionNode", d) for d in document.definitions
+                                  if d.kind == "fragment_definition")
+    }
     requests = nodes = 0
     for definition in document.definitions:
-        if isinstance(definition, OperationDefinitionNode):
-            r, n = _walk(definition.selection_set, 1, fragments, variables or {}, frozenset())
+        if definition.kind == "operation_definition":
+            operation = cast("OperationDefinitionNode", definition)
+            r, n = _walk(operation.selection_set, 1, fragments, variables or {}, frozenset())
             requests += r
             nodes += n
     return requests, nodes

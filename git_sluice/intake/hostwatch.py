@@ -179,6 +179,10 @@ class HostWatch:
                 return self._join(doc, joining, now)
             return None  # someone ticked while we took the lock
         finally:
+            try:
+                self.forge.settle()  # the tick's permits handed back and its ledger written, once
+            except SluiceError as exc:
+                log.warning("could not write the watch's permits and ledger to the host store: %s", exc)
             lock.release()
 
     def _joining(self, doc: Mapping[str, Any]) -> dict[str, tuple[set[str], list[HeadInterest]]]:

@@ -284,7 +284,7 @@ class QueueStore:
         stored = to_document(doc)
         stored["withdrawn_by"] = doc.withdrawn_by
         with held(file_lock(self._lock_path), busy="the queue lock"):
-            write_atomic(self.path_for(doc.branch), json.dumps(stored, indent=1, sort_keys=False) + "\n")
+            write_atomic(self.path_for(doc.branch), json.dumps(stored, separators=(",", ":")) + "\n")
             self._write_heads(doc)
 
     def branches(self) -> list[str]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..clock import Clock, rfc3339
-from ..errors import AllowanceSpent, LeaseLapsed
+from ..errors import AllowanceSpent, LeaseLapsed, SluiceError
 from ..forge.client import Forge
 from ..remote.lease import LeaseView
 from ..statefile import file_lock, held
@@ -135,10 +135,18 @@ class Intake:
                 raise
             finally:
                 self._guarding = None
+                self._settle()
                 _account(report, before, self.forge)
                 report.finished_at = self.clock.time()
                 self.rounds.record(report)
             return report
+
+    def _settle(self) -> None:
+        """The round's permits handed back and its ledger written, once (never masking the round's own end)."""
+        try:
+            self.forge.settle()
+        except SluiceError as exc:
+            log.warning("could not write the round's permits and ledger to the host store: %s", exc)
 
     def _watched(self, branch: str, reason: str) -> BaseView | None:
         """The host watch's fresh answer for this base; None: ask for ourselves (no watch, or a push or an
@@ -186,6 +194,7 @@ class Intake:
             raise
         finally:
             self._guarding = None
+            self._settle()
             _account(report, before, self.forge)
             report.finished_at = self.clock.time()
             self.rounds.record(report)

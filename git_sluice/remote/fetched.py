@@ -48,6 +48,20 @@ def parse_for_each_ref(text: str) -> dict[str, tuple[str, str | None]] | None:
     return found
 
 
+def clone_dirs(path: str | os.PathLike[str] = ".") -> tuple[Path, Path, Path | None]:
+    """(git dir, common dir, work tree or None) of the clone at ``path``, by one ``git rev-parse``."""
+    done = run(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel"], cwd=path)
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or len(lines) < 2:
+        # a bare clone has no top level: rev-parse says so and fails that one question
+        bare = run(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"], cwd=path)
+        lines = bare.stdout.splitlines()
+        if bare.returncode != 0 or len(lines) < 2:
+            raise NotARepository(path, (done.stderr or bare.stderr).strip())
+    workdir = Path(lines[2]) if len(lines) > 2 and lines[2] else None
+    return Path(lines[0]), Path(lines[1]), workdir
+
+
 class FetchedLeases:
     """The clone's dirs and its lease marks, as a :class:`~.leases.LeaseKeeper` reads them."""
 
@@ -62,17 +76,7 @@ class FetchedLeases:
     @classmethod
     def read(cls, path: str | os.PathLike[str] = ".") -> FetchedLeases | None:
         """The clone at ``path`` (NotARepository if none); None when the marks cannot be read for sure."""
-        done = run(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel"],
-                   cwd=path)
-        lines = done.stdout.splitlines()
-        if done.returncode != 0 or len(lines) < 2:
-            # a bare clone has no top level: rev-parse says so and fails that one question
-            bare = run(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"], cwd=path)
-            lines = bare.stdout.splitlines()
-            if bare.returncode != 0 or len(lines) < 2:
-                raise NotARepository(path, (done.stderr or bare.stderr).strip())
-        git_dir, common_dir = Path(lines[0]), Path(lines[1])
-        workdir = Path(lines[2]) if len(lines) > 2 and lines[2] else None
+        git_dir, common_dir, workdir = clone_dirs(path)
         listed = run(["for-each-ref", f"--format={_FORMAT}", _PREFIX.rstrip("/") + "/"], cwd=path)
         marks = parse_for_each_ref(listed.stdout) if listed.returncode == 0 else None
         if marks is None:

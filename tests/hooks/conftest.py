@@ -135,6 +135,11 @@ def _write_shim(folder: Path, counter: Path) -> None:
         "#!/bin/sh\n"
         'if [ "$1" = _hook-round ]; then\n'
         f'    echo start >>"{counter}"\n'
+        # whether the git command the runner waits for had ended when the runner began
+        '    if [ "$2" = --wait-pid ] && kill -0 "$3" 2>/dev/null; then\n'
+        '        st=; IFS= read -r st <"/proc/$3/stat"\n'
+        f'        case $st in *") Z "*) echo ended ;; *) echo running ;; esac >>"{counter}.git"\n'
+        f'    else echo ended >>"{counter}.git"; fi\n'
         '    [ -n "${SLUICE_TEST_SHIM_DELAY:-}" ] && sleep "$SLUICE_TEST_SHIM_DELAY"\n'
         f'    "{REAL_SLUICE}" "$@"\n'
         "    rc=$?\n"

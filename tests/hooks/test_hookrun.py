@@ -238,3 +238,20 @@ def test_the_failure_file_is_json_status_can_read(world: World, repo: Repo) -> N
     hookrun.record_failure(world.sluice_dir, FakeClock(), reason="r", error=ValueError("v"))
     data = json.loads((world.sluice_dir / "last-failure.json").read_text())
     assert set(data) == {"time", "at", "reason", "error", "exit_code"}
+
+
+def test_a_hook_round_reads_the_settings_once(world: World, repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The filter, the round's reasons and the round's session share one read of git's config (issue 15)."""
+    from git_sluice import config
+
+    reads: list[str] = []
+    real = config._read_config
+    monkeypatch.setattr(config, "_read_config", lambda root: (reads.append(str(root)), real(root))[1])
+    monkeypatch.delenv("GH_TOKEN", raising=False)  # the session is opened (settings read), then refused
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    inbox = world.sluice_dir / "hook-in.1"
+    inbox.write_text("@reference-transaction\nrefs/remotes/origin/main \n")
+    rounds = hookrun.run_hook_round(repo, wait_pid=None, inbox=inbox, clock=FakeClock())
+    assert rounds == 1 and len(reads) == 1, reads
+    config.load_settings(repo.workdir, need_branches=False)  # outside a hook round: read afresh
+    assert len(reads) == 2

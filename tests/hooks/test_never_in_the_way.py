@@ -143,9 +143,24 @@ def test_a_piped_push_returns_while_the_round_still_runs(world: World) -> None:
     elapsed = time.monotonic() - started
     assert "HEAD -> main" in proc.stdout
     assert elapsed < 1.5, elapsed
+    # the runner starts once git has ended (issue 15), so it may start just after the push returns
+    deadline = time.monotonic() + 1.0
+    while world.runners()[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert world.runners()[0] - world.runners()[1] == 1  # the runner was still busy
     world.wait_quiet()
     assert len(world.rounds()) == 1
+
+
+def test_the_runner_starts_only_once_git_has_ended(world: World) -> None:
+    """While the user's push runs, no Python competes with it: one shell waits for git's exit (issue 15)."""
+    world.git("commit", "-q", "--allow-empty", "-m", "x")
+    world.git("push", "-q", "origin", "HEAD:main")  # a branch taken in: a round is asked
+    world.advance("main", "remote moves")
+    world.git("fetch", "-q")
+    world.wait_quiet()
+    seen = Path(str(world.counter) + ".git").read_text().split()
+    assert seen and set(seen) == {"ended"}, seen
 
 
 def test_a_hook_exits_zero_even_when_everything_is_broken(world: World, tmp_path: Path) -> None:
