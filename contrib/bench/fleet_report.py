@@ -116,16 +116,29 @@ compressed, not the intervals.
   and is measured only on unscaled runs. The per-process conditional client
   is never scaled (its one-time cache fill would not scale): it runs a window
   of the real allowance.
-- **One token** (a user's: every process shares its pool and, on GitHub, its
-  ETags). The sluice incident ran a GitHub App whose processes mint their own
-  installation tokens; the double's ETags depend on the token, so there a
-  kept answer helps only the process whose token received it.
+- **Three ways to authenticate, each a run** (S1): one user token on every
+  host (every process shares its pool); a GitHub App, every process minting
+  its own installation token as the product does (`sluice.appId`,
+  `sluice.appKeyFile`, `sluice.installation`; the double checks the JWT
+  against the App's key, a token lives an hour and ETags are per token, so a
+  kept answer helps only the process whose token received it); GitHub
+  Enterprise Server (`/api/v3`, `/api/graphql`) with its rate limits off
+  (nothing counted, no secondary limit). Baselines authenticate alike.
+- **Calls per host:** each host's processes talk to their own loopback port
+  of the one double, so the busiest minute of calls *a host* sent is
+  counted beside the busiest minute on one endpoint of the pool (what
+  GitHub's secondary limit, 900 points a minute per REST endpoint, counts).
 
 **Activity model** (`contrib/bench/fleet_activity.py`, seeded, the same for
 git-sluice and every baseline): each repository starts with its open requests
 CI-finished (85 % green), mergeability known, 30 % approved, 10 % drafts.
 Requests are opened, pushed to, reviewed (75 % approvals) and merged as
-Poisson arrivals at the rates in each scenario's title. A push comes from one
+Poisson arrivals at the rates in each scenario's title. Where a title says
+so, unrelated activity runs beside it on every repository from the start of
+the warm-up (a push to a branch no request heads every 2 minutes, a star or
+an issue every 10; "busy": a push a minute): on the double, as on GitHub,
+each changes every list page's ETag and the combined status, so a
+conditional list answers 200, counted, though no request moved. A push comes from one
 of the fleet's hosts (a real `git push`, so the hooks fire); an opening or a
 push starts CI (a pending check run, completed 4–10 minutes later — no
 `updated_at` moves, as on GitHub); a merge moves the base on the remote, one
@@ -140,10 +153,23 @@ def render_section(result: dict[str, Any]) -> str:
     m = result["machine"]
     lines = [
         START,
-        "## The fleet benchmark (issue 8)",
+        "## The fleet benchmark (issues 8, 11, 12, 15)",
         "",
         "_This section is written by `contrib/bench/fleet.py`; edit the harness, not the text._",
         "",
+    ]
+    prov = result.get("provenance") or {}
+    if prov.get("dirty"):
+        lines += [
+            f"**⚠ NOT FROM ONE COMMIT.** The tree differed from {prov.get('short')} by {prov.get('change_count')} "
+            "uncommitted change(s) (`--allow-dirty`): these figures are for development, not for publishing.",
+            "",
+        ]
+    lines += [
+        f"- Commit: `{prov.get('commit', 'unknown')}`"
+        + (" plus uncommitted changes" if prov.get("dirty") else "")
+        + f"; git_sluice {prov.get('version', '?')} imported from this tree by the harness, the baselines' "
+          "worker and the `git-sluice` console script (checked before the run)",
         f"- Command: `{result['command']}`",
         f"- Date: {result['date']} ({result['profile']} profile; {result['seconds']:.0f} s wall)",
         f"- Machine: {m['nproc']} CPUs, Python {m['python']}, git {m['git']}, {m['platform']}; load average "
@@ -174,6 +200,13 @@ def render_section(result: dict[str, Any]) -> str:
         lines.append("")
     lines.append("Rows marked in their note as not like for like, and rows without a baseline, do not rank.")
     lines.append("")
+    worse = [note for sc in scenarios if sc.key == "s8" for note in sc.notes if note.startswith("Worse than before")]
+    if worse:
+        lines.append("**Figures that got worse** against the harder double (issue 12's 'before' was measured on "
+                     "the kind double):")
+        lines.append("")
+        lines += [f"- {note.removeprefix('Worse than before: ')}" for note in worse]
+        lines.append("")
     for sc in scenarios:
         lines.append(f"### {sc.key.upper()} — {sc.title}")
         lines.append("")

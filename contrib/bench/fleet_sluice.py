@@ -82,6 +82,8 @@ def route_of(path: str) -> str:
         return "pull"
     if bare == "/user":
         return "user"
+    if bare.startswith("/app/installations/") and bare.endswith("/access_tokens"):
+        return "app token"
     return "other"
 
 
@@ -89,7 +91,8 @@ def tally(gh: GitHubDouble, since: int, until: int | None = None, pool: str | No
     """Requests, counted REST calls, GraphQL points and refusals between two ledger marks.
 
     ``throttled`` counts 403/429 answers and GraphQL 200s the double did not count — RATE_LIMITED
-    answers (an invalid query would land there too, and would be a finding of its own).
+    answers (an invalid query would land there too, and would be a finding of its own) — where the
+    double has rate limits at all (Enterprise Server's are off: it counts nothing).
     """
     calls = gh.ledger[since:until]
     out = Tally()
@@ -107,7 +110,7 @@ def tally(gh: GitHubDouble, since: int, until: int | None = None, pool: str | No
             out.graphql_calls += 1
             if call.counted:
                 out.points += call.cost
-            elif call.status == 200:
+            elif call.status == 200 and gh.rate_limits:
                 out.throttled += 1  # a GraphQL 200 the double did not count is a RATE_LIMITED answer
         elif call.counted:
             out.counted_rest += call.cost
@@ -210,6 +213,11 @@ class GitWorld:
         wall = time.monotonic() - started
         self.hook_seconds.append(wall)
         return wall
+
+    def other_push(self, repo: str, branch: str) -> str:
+        """Someone's push to a branch no request heads: a new commit on the bare remote (no hook fires)."""
+        spec = self.world.repos[repo]
+        return self.world.new_commit(spec, branch, f"{branch}: someone else's work")
 
     def holder(self, repo: str) -> int | None:
         """The host index holding the branch's lease, as the remote says."""
