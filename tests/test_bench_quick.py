@@ -48,12 +48,14 @@ def test_the_section_is_replaced_and_nothing_else(tmp_path: Path) -> None:
 
 
 def test_quick_mode_gives_every_scenario_figures_or_a_reason(tmp_path: Path) -> None:
-    out, raw = tmp_path / "benchmarks.md", tmp_path / "benchmarks.json"
+    out, raw, readme = tmp_path / "benchmarks.md", tmp_path / "benchmarks.json", tmp_path / "README.md"
     out.write_text("# Benchmarks\n\nkept as it was\n")
+    readme.write_text("# x\n\n<!-- bench:readme:start -->\nold\n<!-- bench:readme:end -->\n\n## After\n")
     done = subprocess.run(
         # --allow-dirty: the suite runs on uncommitted work too; the refusal itself is tested in
         # test_bench_provenance.py
-        [sys.executable, str(HARNESS), "--quick", "--allow-dirty", "--out", str(out), "--json", str(raw)],
+        [sys.executable, str(HARNESS), "--quick", "--allow-dirty", "--out", str(out), "--json", str(raw),
+         "--readme", str(readme)],
         cwd=ROOT, capture_output=True, text=True, timeout=240,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -85,5 +87,8 @@ def test_quick_mode_gives_every_scenario_figures_or_a_reason(tmp_path: Path) -> 
         for figure in ("REST calls counted /h", "GraphQL points /h", "calls reaching GitHub /h",
                        "busiest minute on one endpoint", "refusals /h", "freshness of a change on GitHub, p99"):
             assert any(f.startswith(f"[{auth}] {figure}") for f in s1), f"S1 has no {figure} for {auth}"
+    written = readme.read_text()
+    assert written.startswith("# x\n\n<!-- bench:readme:start -->") and written.endswith("## After\n")
+    assert "old" not in written and "[user] " not in written and "user token: REST counted /h" in written
     app = scenarios["s1"]["raw"]["app"]["git-sluice"]
     assert app["window"]["by_route"].get("app token"), "the App run minted no installation token"

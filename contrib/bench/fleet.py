@@ -2,7 +2,7 @@
 
     python contrib/bench/fleet.py                       # every scenario, full size (under 10 minutes)
     python contrib/bench/fleet.py --quick               # every scenario, small (under a minute)
-    python contrib/bench/fleet.py --out docs/benchmarks.md --json docs/benchmarks.json
+    python contrib/bench/fleet.py --out docs/benchmarks.md --json docs/benchmarks.json --readme README.md
     python contrib/bench/fleet.py --only s4             # one scenario (s1 … s8; s5 comes with s1)
     python contrib/bench/fleet.py --quick --allow-dirty # from uncommitted work (the report says so, loudly)
 
@@ -31,7 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fleet_provenance import ProvenanceError, check, check_worker  # noqa: E402
-from fleet_report import machine, render_section, worst, write_json, write_section  # noqa: E402
+from fleet_report import (README_END, README_START, machine, render_readme, render_section, worst,  # noqa: E402
+                          write_json, write_section)
 from fleet_scenarios import FULL, ORDER, QUICK, as_json, run_all  # noqa: E402
 
 
@@ -40,6 +41,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="every scenario at a small size (the tests' mode)")
     parser.add_argument("--out", type=Path, help="Markdown file whose bench:fleet section is (re)written")
     parser.add_argument("--json", type=Path, help="file for the raw figures")
+    parser.add_argument("--readme", type=Path, help="README whose bench:readme section gets the headline figures")
     parser.add_argument("--only", action="append", default=[], metavar="SCENARIO",
                         help="run only these scenarios (s1 … s8), repeatable")
     parser.add_argument("--allow-dirty", action="store_true",
@@ -98,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         write_section(args.out, section)
     if args.json:
         write_json(args.json, result)
+    if args.readme:
+        write_section(args.readme, render_readme(result), README_START, README_END)
     print(section)
     failed = [sc.key for sc in scenarios if sc.status != "ok"]
     if failed:

@@ -19,6 +19,8 @@ from fleet_scenarios import Row, Scenario
 
 START = "<!-- bench:fleet:start -->"
 END = "<!-- bench:fleet:end -->"
+README_START = "<!-- bench:readme:start -->"
+README_END = "<!-- bench:readme:end -->"
 
 
 def machine() -> dict[str, Any]:
@@ -107,15 +109,16 @@ compressed, not the intervals.
   the pollers' first passes and cache fill), then a measured window; "/h"
   figures are the window's × 3,600 / window. Each scenario says how its runs
   were measured; the JSON has `window_s`, `warmup_s` and `scale`.
-- **Time-scaled baseline hours:** where a naive or dashboard poller's hour
-  would cost minutes of real time, it runs a 1/N hour with the double's
-  allowance window *and* size divided by N (5,000 per hour → 5,000/N per
-  3,600/N s), the poller at its real period, and its figures are ×N. A poller
-  that outruns its allowance behaves the same in every such window (spend
-  it, be refused until the reset), so the counts scale; freshness does not,
-  and is measured only on unscaled runs. The per-process conditional client
-  is never scaled (its one-time cache fill would not scale): it runs a window
-  of the real allowance.
+- **Time-scaled baseline hours:** where the dashboard poller's hour would
+  cost minutes of real time, it runs a 1/N hour with the double's allowance
+  window *and* size divided by N (5,000 per hour → 5,000/N per 3,600/N s),
+  the poller at its real period, and its figures are ×N. A poller that
+  outruns its allowance behaves the same in every such window (spend it, be
+  refused until the reset), so the counts scale; freshness does not, and is
+  measured only on unscaled runs. The naive poller, paced as ADR 0071
+  describes it, runs a whole unscaled hour (the quick profile scales it).
+  The per-process conditional client is never scaled (its one-time cache
+  fill would not scale): it runs a window of the real allowance.
 - **Three ways to authenticate, each a run** (S1): one user token on every
   host (every process shares its pool); a GitHub App, every process minting
   its own installation token as the product does (`sluice.appId`,
@@ -288,13 +291,55 @@ def _run_notes(sc: Scenario) -> list[str]:
     return list(dict.fromkeys(notes))
 
 
-def write_section(doc: Path, section: str) -> None:
+def _row(sc: Scenario | None, prefix: str) -> Row | None:
+    if sc is None:
+        return None
+    return next((r for r in sc.rows if r.figure.startswith(prefix)), None)
+
+
+def render_readme(result: dict[str, Any]) -> str:
+    """The README's figures, from the same run as docs/benchmarks.md (so they cannot drift apart)."""
+    by_key = {sc.key: sc for sc in result["scenarios_obj"]}
+    prov = result.get("provenance") or {}
+    lines = [README_START,
+             f"_Written by `{result['command']}` at commit `{prov.get('short', '?')}`"
+             + (" **plus uncommitted changes**" if prov.get("dirty") else "")
+             + f" ({result['date']}); every figure and its method: [docs/benchmarks.md](docs/benchmarks.md)._", ""]
+    s1 = by_key.get("s1")
+    if s1 is not None:
+        lines += [f"S1, {s1.title.removeprefix('sluice fleet: ')}:", "",
+                  "| figure | git-sluice | naive poller (ADR pace) |", "|---|---:|---:|"]
+        for auth, label in (("user", "user token"), ("app", "GitHub App"), ("ghes", "Enterprise Server")):
+            for figure, short in (("REST calls counted /h", "REST counted /h"), ("GraphQL points /h", "GraphQL points /h"),
+                                  ("calls reaching GitHub /h", "calls reaching GitHub /h"),
+                                  ("refusals /h", "refusals /h"),
+                                  ("freshness of a change on GitHub, p99", "freshness p99")):
+                if auth == "ghes" and figure in ("REST calls counted /h", "GraphQL points /h"):
+                    continue  # nothing is counted where limits are off
+                row = _row(s1, f"[{auth}] {figure}")
+                if row is not None:
+                    lines.append(f"| {label}: {short} | {_cell(row.sluice, row.unit)} | "
+                                 f"{_cell(row.baseline, row.unit)} |")
+        lines.append("")
+    s8 = by_key.get("s8")
+    if s8 is not None and s8.rows:
+        lines += ["| issue 12's figure | before (kind double) | now | goal |", "|---|---:|---:|---|"]
+        for row in s8.rows:
+            verdict = "met" if row.met else "**not met**"
+            lines.append(f"| {row.figure} | {_cell(row.baseline, row.unit)} | {_cell(row.sluice, row.unit)} | "
+                         f"{row.goal} ({verdict}) |")
+        lines.append("")
+    lines.append(README_END)
+    return "\n".join(lines) + "\n"
+
+
+def write_section(doc: Path, section: str, start_marker: str = START, end_marker: str = END) -> None:
     """Replace the delimited section of ``doc`` (or append it); nothing else in the file changes."""
     if doc.exists():
         text = doc.read_text(encoding="utf-8")
-        start, end = text.find(START), text.find(END)
+        start, end = text.find(start_marker), text.find(end_marker)
         if start != -1 and end != -1 and end > start:
-            text = text[:start] + section.rstrip("\n") + text[end + len(END):]
+            text = text[:start] + section.rstrip("\n") + text[end + len(end_marker):]
             if not text.endswith("\n"):
                 text += "\n"
         else:

@@ -37,6 +37,8 @@ class Row:
     ratio_text: str = ""
     rankable: bool = True  # counts toward "the worst ratio"
     show_ratio: bool = True  # False where the baseline is a yardstick (`python -c pass`), not a rival
+    goal: str = ""  # an issue's goal for the figure, and whether this run met it
+    met: bool | None = None
 
     def finish(self) -> "Row":
         b, s = self.baseline, self.sluice
@@ -676,7 +678,7 @@ def s8_host_watch(p: Profile, done: dict[str, Scenario]) -> Scenario:
         if worse:
             note += "; **worse than before**"
         sc.rows.append(Row(figure, before, was if was is not None else "—", now, unit=unit, note=note,
-                           rankable=False))
+                           rankable=False, goal=goal_text, met=met))
         if worse:
             sc.notes.append(f"Worse than before: {figure} — {_fmt(was)} then, {_fmt(now)} now.")
     missing = [k for k in ("s1", "s2", "s3", "s7") if get(k) is None and k != "s7" or (k == "s7" and s7 is None)]
