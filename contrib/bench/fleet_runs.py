@@ -452,7 +452,7 @@ def dashboard_baseline(spec: FleetSpec, *, scale: float, poll: float = 2.5, warm
 
 
 def run_job(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """A baseline run by name, for a worker process (baselines are pure CPU and need no git).
+    """A run by name, for a worker process: a baseline (pure CPU, no git) or a git-sluice fleet (its own world).
 
     ``identity`` answers which git_sluice the worker imported, so the harness can refuse a worker
     running another tree's code (every figure from one commit).
@@ -461,5 +461,5 @@ def run_job(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[st
         from fleet_provenance import identity
 
         return identity()
-    jobs = {"baseline_fleet": baseline_fleet, "dashboard_baseline": dashboard_baseline}
+    jobs = {"baseline_fleet": baseline_fleet, "dashboard_baseline": dashboard_baseline, "sluice_fleet": sluice_fleet}
     return jobs[name](*args, **kwargs)

@@ -218,6 +218,25 @@ def baseline_jobs(p: Profile, keys: set[str]) -> dict[str, tuple[str, tuple[Any,
     return jobs
 
 
+def sluice_jobs(p: Profile, keys: set[str]) -> dict[str, tuple[str, tuple[Any, ...], dict[str, Any]]]:
+    """git-sluice runs that go to a second worker process, beside this one's: S1's App and Enterprise
+    Server runs, S3's quiet run, S8's tick-cost runs. Each is a world of its own (its own double,
+    clock, hosts), so running them side by side changes no count; only real-time figures (a hook
+    round's own seconds) feel the machine's load, as they do anyway."""
+    jobs: dict[str, tuple[str, tuple[Any, ...], dict[str, Any]]] = {}
+    if "s1" in keys:
+        for auth in p.s1_auths:
+            if auth != "user":
+                jobs[f"s1/{auth}/git-sluice"] = ("sluice_fleet", (replace(p.s1, auth=auth),), {"workers": p.workers})
+    if "s3" in keys:
+        jobs["s3/quiet/git-sluice"] = ("sluice_fleet", (p.s3_quiet,), {"workers": p.workers})
+    if "s8" in keys:
+        for profile, unrelated in (("production", PRODUCTION), ("busy", BUSY)):
+            jobs[f"s8/{profile}/git-sluice"] = ("sluice_fleet", (replace(p.s8_tick, unrelated=unrelated),),
+                                                {"workers": p.workers})
+    return jobs
+
+
 Base = Callable[[str], dict[str, Any]]
 NAMES = {"naive": "naive poller (ADR pace)", "conditional": "per-process conditional",
          "dashboard": "dashboard poller", "tower-fix": "Tower's own fix"}
@@ -284,7 +303,7 @@ def s1_fleet(p: Profile, base: Base) -> Scenario:
     for auth in p.s1_auths:
         spec = replace(p.s1, auth=auth)
         try:
-            sl = sluice_fleet(spec, workers=p.workers)
+            sl = sluice_fleet(spec, workers=p.workers) if auth == "user" else base(f"s1/{auth}/git-sluice")
         except Exception as exc:
             sc.rows.append(Row(f"[{auth}] the run", "—", "—", f"failed: {type(exc).__name__}: {exc}"))
             sc.raw[f"{auth}/traceback"] = traceback.format_exc()
@@ -349,7 +368,7 @@ def s3_tower(p: Profile, base: Base) -> Scenario:
                         "S1's activity and unrelated activity")
     sl = sluice_fleet(spec, workers=p.workers, queue_polls=p.s3_polls)
     sc.raw["git-sluice"] = sl
-    quiet = sluice_fleet(p.s3_quiet, workers=p.workers)
+    quiet = base("s3/quiet/git-sluice")
     sc.raw["git-sluice, quiet"] = quiet
     s = sl["per_hour"]
     polls = sl["queue_polls"]
@@ -602,21 +621,13 @@ BEFORE_12 = {
 }
 
 
-def s8_tick_cost(p: Profile) -> dict[str, Any]:
-    out = {}
-    for profile, unrelated in (("production", PRODUCTION), ("busy", BUSY)):
-        spec = replace(p.s8_tick, unrelated=unrelated)
-        out[profile] = sluice_fleet(spec, workers=p.workers)
-    return out
-
-
-def s8_host_watch(p: Profile, done: dict[str, Scenario]) -> Scenario:
+def s8_host_watch(p: Profile, done: dict[str, Scenario], base: Base) -> Scenario:
     """Issue 12's figures, measured at this commit (mostly read from the other scenarios' runs)."""
     sc = Scenario("s8", "issue 12's figures against the harder double: before, now, and the goal")
     before = "before (issue 12, kind double)"
     rows: list[tuple[str, Value, Value, str, float | None, str]] = []  # figure, before, now, unit, goal, goal text
     try:
-        ticks = s8_tick_cost(p)
+        ticks = {profile: base(f"s8/{profile}/git-sluice") for profile in ("production", "busy")}
     except Exception as exc:
         ticks = {}
         sc.notes.append(f"the tick-cost runs failed: {type(exc).__name__}: {exc}")
@@ -725,17 +736,24 @@ def run_all(profile: Profile, only: set[str] | None = None, say: Callable[[str],
     """Every scenario, each in its own try: a failure is a row or a status, never the end of the benchmark.
 
     The baselines are pure CPU against in-process doubles; they run in one worker process while the
-    git-sluice side (mostly waiting on git and on hook processes) runs here. Scenario 6 times real
-    processes, so it waits for the worker to finish first. ``check_worker`` is given the worker's
-    git_sluice identity before any baseline runs, and may refuse it (raise).
+    git-sluice side runs here and in a second worker (:func:`sluice_jobs`), each run its own world.
+    Scenario 6 times real processes, so it waits for both workers to finish first. ``check_worker``
+    is given each worker's git_sluice identity before anything runs there, and may refuse it (raise).
     """
     keys = chosen(only)
     jobs = baseline_jobs(profile, keys)
+    side = sluice_jobs(profile, keys)
     futures: dict[str, Future[dict[str, Any]]] = {}
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) if jobs else None
+    spawn = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=spawn) if jobs else None
+    lane = ProcessPoolExecutor(max_workers=1, mp_context=spawn) if side else None
     try:
-        if pool is not None and check_worker is not None:
-            check_worker(pool.submit(run_job, "identity", (), {}).result())
+        for worker in (pool, lane):
+            if worker is not None and check_worker is not None:
+                check_worker(worker.submit(run_job, "identity", (), {}).result())
+        for key, (fn, args, kwargs) in side.items():
+            assert lane is not None
+            futures[key] = lane.submit(run_job, fn, args, kwargs)
         for key, (fn, args, kwargs) in jobs.items():
             assert pool is not None
             futures[key] = pool.submit(run_job, fn, args, kwargs)
@@ -774,7 +792,7 @@ def run_all(profile: Profile, only: set[str] | None = None, say: Callable[[str],
             say("s8: running…")
             started = time.monotonic()
             try:
-                s8 = s8_host_watch(profile, done)
+                s8 = s8_host_watch(profile, done, base)
             except Exception as exc:
                 s8 = Scenario("s8", dict(TITLES)["s8"], status="failed", error=f"{type(exc).__name__}: {exc}")
                 s8.raw["traceback"] = traceback.format_exc()
@@ -784,8 +802,9 @@ def run_all(profile: Profile, only: set[str] | None = None, say: Callable[[str],
             done["s8"] = s8
             say(f"s8: {s8.status} in {s8.seconds:.0f} s")
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        for worker in (pool, lane):
+            if worker is not None:
+                worker.shutdown(wait=True, cancel_futures=True)
     return [done[k] for k in ORDER if k in done]
 
 
