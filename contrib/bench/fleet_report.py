@@ -93,7 +93,9 @@ compressed, not the intervals.
   waits (`roles.wait_for` with a 1 ms timeout, repeated at the interval the
   wait would sleep), and the fence scenario's sibling processes (sessions with
   their own host-store connections, on threads). Sessions due at the same
-  moment run together on 4 threads. A host's in-process drivers and waits
+  moment run together on 4 threads; runs that stand alone (S1's App and
+  Enterprise Server runs, S3's quiet run, S8's tick runs) run in a second
+  worker process, each a world of its own. A host's in-process drivers and waits
   share one host-store connection: a second connection opened in one process
   drops the first one's POSIX locks (`HostStore._open_once` opens and closes
   the database file itself), and a hook round's process that then closes
