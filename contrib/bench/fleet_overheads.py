@@ -205,9 +205,38 @@ def prepush_at(heads: int, samples: int = 5) -> dict[str, Any]:
                 times[label].append(run.wall)
                 wait_for_hook_rounds(clone)
         added = _median([h - p for h, p in zip(times["hooked"], times["plain"])])
+        hook = _hook_alone(w, hooked, name, max(samples, 5))
         return {"heads": heads, "marks": sum(1 for _ in marks.rglob("*~")) if marks.is_dir() else None,
                 "queued": queued, "hooked": _median(times["hooked"]), "plain": _median(times["plain"]),
-                "added": added, "samples": len(times["hooked"])}
+                "added": added, "samples": len(times["hooked"]), **hook}
+
+
+def _hook_alone(w: World, host: Any, name: str, samples: int) -> dict[str, Any]:
+    """The installed pre-push script run as git runs it (a push of a branch nobody takes in), timed alone:
+    a whole push's wall at thousands of refs is too noisy to show a few milliseconds."""
+    import subprocess
+
+    clone = host.clones[name]
+    env = w.host_env(host)
+    path = subprocess.run(["git", "-C", str(clone), "rev-parse", "--git-path", "hooks/pre-push"], env=env,
+                          capture_output=True, text=True).stdout.strip()
+    hook = (clone / path) if not Path(path).is_absolute() else Path(path)
+    if not hook.is_file():
+        return {"hook_error": f"no pre-push hook at {hook}"}
+    sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], env=env, capture_output=True,
+                         text=True).stdout.strip()
+    stdin = clone.parent / "pre-push.stdin"
+    stdin.write_text(f"refs/heads/scratch-alone {sha} refs/heads/scratch-alone {'0' * 40}\n")
+    walls = []
+    for _ in range(samples):
+        started = time.monotonic()
+        with open(stdin, "rb") as feed:
+            done = subprocess.run([str(hook), "origin", str(w.repos[name].bare)], cwd=clone, env=env, stdin=feed,
+                                  capture_output=True)
+        walls.append(time.monotonic() - started)
+        if done.returncode != 0:
+            return {"hook_error": done.stderr.decode(errors="replace").strip()[-300:] or f"exit {done.returncode}"}
+    return {"hook_wall": _median(walls), "hook_samples": len(walls)}
 
 
 def queue_startup(samples: int = 5) -> dict[str, Any]:
