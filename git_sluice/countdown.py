@@ -29,11 +29,16 @@ ERASE_LINE = "\r\x1b[K"
 
 
 class WaitInfo(Protocol):
-    """What the forge hands ``on_wait`` (a :class:`~git_sluice.forge.hoststore.Wait`)."""
+    """What the forge hands ``on_wait`` (a :class:`~git_sluice.forge.hoststore.Wait`, frozen: read-only here too)."""
 
-    pool: str
-    resource: str
-    until: float
+    @property
+    def pool(self) -> str: ...
+
+    @property
+    def resource(self) -> str: ...
+
+    @property
+    def until(self) -> float: ...
 
 
 def countdown_text(until: float, now: float) -> str:

@@ -14,6 +14,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+from .procs import gone
+
 HOOK_COMMAND = "_hook-round"
 NICENESS = 10
 """How far the hook runner steps back: a round is never more urgent than the user's own work."""
@@ -32,23 +34,6 @@ def wait_pid_of(argv: Sequence[str]) -> int | None:
         if value is not None:
             return int(value) if value.isdigit() else None
     return None
-
-
-def gone(pid: int) -> bool:
-    """Whether ``pid`` has ended (a zombie has: git's work is done)."""
-    if pid <= 1:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
-    except (OSError, IndexError):
-        return False
 
 
 def wait_for(pid: int, limit: float = WAIT_LIMIT) -> None:

@@ -2,7 +2,7 @@
 
 Pauses, epochs, permits and the budget ledger are shared by every process and
 every repository on the host, so they live in the user's state directory rather
-than in any one clone (design §4). ``platformdirs`` honours ``XDG_STATE_HOME``,
+than in any one clone (docs/design.md#the-host-state-dir). ``platformdirs`` honours ``XDG_STATE_HOME``,
 which is also how tests keep each run's state apart.
 """
 
@@ -34,6 +34,14 @@ def host_state_dir() -> Path:
 def host_store_path() -> Path:
     """The one SQLite file every git-sluice process on this host shares."""
     return host_state_dir() / HOST_STORE_NAME
+
+
+def sluice_dir_in(common_dir: Path) -> Path:
+    """``<common dir>/sluice``, created private (0700) if it does not exist yet: every worktree's, the user's alone."""
+    path = common_dir / "sluice"
+    if not path.is_dir():
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
 
 
 def clone_sluice_dir(path: "str | os.PathLike[str]" = ".") -> Path:

@@ -2,7 +2,7 @@
 
 pygit2 serves local objects, refs and config (fast, no process per read); the
 git CLI serves everything that must behave exactly as the user's git does
-(design §5: network operations never go through libgit2). Both are reached
+(network operations never go through libgit2: docs/design.md#pitfalls-it-is-built-around). Both are reached
 through one :class:`Repo`, so callers never guess which directory is which in
 a linked worktree or a submodule.
 """
@@ -21,6 +21,7 @@ import pygit2
 from . import gitcli
 from .boot import boot_id as boot_id  # its old home
 from .errors import GitFailed as GitFailed, NotARepository, ReftableUnsupported as ReftableUnsupported
+from .paths import sluice_dir_in
 
 
 def _read_gitfile(path: Path) -> Path | None:
@@ -116,10 +117,7 @@ class Repo:
     @property
     def sluice_dir(self) -> Path:
         """``<common dir>/sluice``: shared by every worktree, private to the user."""
-        path = self.common_dir / "sluice"
-        if not path.is_dir():
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return path
+        return sluice_dir_in(self.common_dir)
 
     # --- config ---------------------------------------------------------------
 

@@ -11,8 +11,16 @@ import os
 from pathlib import Path
 
 import pytest
+from pytest_git import GitRepo
 
-pytest_plugins = ["git_sluice.double.pytest_plugin"]
+from tests.gitutil import git
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The double's fixtures come from its ``pytest11`` entry point; an install older than it gets them here."""
+    if not config.pluginmanager.has_plugin("git_sluice_double"):
+        config.pluginmanager.import_plugin("git_sluice.double.pytest_plugin")
+
 
 _LEAKY = (
     "GH_TOKEN",
@@ -47,3 +55,20 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if name.startswith("GIT_SLUICE_"):
             monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture
+def seeded_repo(git_repo: GitRepo, isolated_env: Path) -> Path:
+    """pytest-git's throw-away repository, on branch main with one commit (the identity is the test's)."""
+    work = Path(git_repo.workspace)
+    git(work, "symbolic-ref", "HEAD", "refs/heads/main")
+    git(work, "commit", "-q", "--allow-empty", "-m", "seed")
+    return work
+
+
+@pytest.fixture
+def github_clone(seeded_repo: Path) -> Path:
+    """A clone-like repository with no network: origin on GitHub (never fetched), origin/main known locally."""
+    git(seeded_repo, "remote", "add", "origin", "https://github.com/octo/widgets.git")
+    git(seeded_repo, "update-ref", "refs/remotes/origin/main", "HEAD")
+    return seeded_repo

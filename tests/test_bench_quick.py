@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "contrib" / "bench" / "fleet.py"
 SCENARIOS = {"s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"}
@@ -47,6 +49,7 @@ def test_the_section_is_replaced_and_nothing_else(tmp_path: Path) -> None:
     assert bare.read_text().rstrip().endswith(report.END)
 
 
+@pytest.mark.slow
 def test_quick_mode_gives_every_scenario_figures_or_a_reason(tmp_path: Path) -> None:
     out, raw, readme = tmp_path / "benchmarks.md", tmp_path / "benchmarks.json", tmp_path / "README.md"
     out.write_text("# Benchmarks\n\nkept as it was\n")

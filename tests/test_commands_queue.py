@@ -6,21 +6,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
-def _clone(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    subprocess.run(["git", "init", "-q", "-b", "main", str(work)], check=True)
-    subprocess.run(["git", "-C", str(work), "config", "sluice.repository", "octo/widgets"], check=True)
-    subprocess.run(["git", "-C", str(work), "config", "sluice.branch", "main"], check=True)
-    subprocess.run(["git", "-C", str(work), "remote", "add", "origin", "https://github.com/octo/widgets.git"], check=True)
-    subprocess.run(["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@example.invalid",
-                    "commit", "-q", "--allow-empty", "-m", "seed"], check=True)
-    subprocess.run(["git", "-C", str(work), "update-ref", "refs/remotes/origin/main", "HEAD"], check=True)
-    return work
+from tests.gitutil import git
 
 
-def test_read_queues_names_the_configured_repository_and_loads_neither_libgit2_nor_filelock(tmp_path: Path) -> None:
-    work = _clone(tmp_path)
+@pytest.fixture
+def work(github_clone: Path) -> Path:
+    git(github_clone, "config", "sluice.repository", "octo/widgets")
+    git(github_clone, "config", "sluice.branch", "main")
+    return github_clone
+
+
+def test_read_queues_names_the_configured_repository_and_loads_neither_libgit2_nor_filelock(work: Path) -> None:
     code = (
         "import sys; from git_sluice.commands.queue import read_queues; "
         "docs = read_queues('.'); "
@@ -30,8 +28,7 @@ def test_read_queues_names_the_configured_repository_and_loads_neither_libgit2_n
     subprocess.run([sys.executable, "-c", code], cwd=work, check=True)
 
 
-def test_read_queues_reads_the_branches_asked_for(tmp_path: Path) -> None:
-    work = _clone(tmp_path)
+def test_read_queues_reads_the_branches_asked_for(work: Path) -> None:
     from git_sluice.commands.queue import read_queues
 
     assert [d.branch for d in read_queues(str(work), ["dev", "main"])] == ["dev", "main"]

@@ -350,6 +350,68 @@ def _anchors(markdown: str) -> set[str]:
     return anchors
 
 
+_CODE_DIRS = ("git_sluice", "tests", "contrib", "hooks")
+_DOC_POINTER = re.compile(r"docs/([\w-]+\.md)#([\w-]+)")
+
+
+def _code_files() -> list[Path]:
+    files = []
+    for folder in _CODE_DIRS:
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and (path.suffix == ".py" or path.parent.name == "hooks") and "__pycache__" not in path.parts:
+                files.append(path)
+    return files
+
+
+def test_every_design_pointer_in_the_code_leads_to_a_section() -> None:
+    """A comment that says why by pointing at the design names a section that exists (issue 16)."""
+    pointers = 0
+    broken = []
+    for path in _code_files():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        where = path.relative_to(ROOT)
+        if "\u00a7" in text:
+            broken.append(f"{where}: a \u00a7 section number of a brief not in the repository")
+        for page, anchor in _DOC_POINTER.findall(text):
+            pointers += 1
+            doc = ROOT / "docs" / page
+            if not doc.exists() or anchor not in _anchors(doc.read_text(encoding="utf-8")):
+                broken.append(f"{where}: docs/{page}#{anchor}")
+    assert not broken, "pointers that lead nowhere:\n" + "\n".join(broken)
+    assert pointers >= 15
+
+
+def test_the_map_names_every_module_of_the_product() -> None:
+    """docs/design.md's table of packages names each module (the double as one package) and no module that is gone."""
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    table = text.split("| package / module | what it owns |", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"`([\w/]+\.py|[\w/]+/)`", table))
+    package = ROOT / "git_sluice"
+    missing = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
+        if rel.parts[0] == "double" or rel.name in ("__init__.py", "__main__.py"):
+            continue
+        short = {str(rel), rel.name, f"{rel.parent}/"}
+        if not short & named and not any(str(rel).startswith(n) for n in named if n.endswith("/")):
+            missing.append(str(rel))
+    assert not missing, f"docs/design.md's map does not name: {missing}"
+    for name in named:
+        if name.endswith(".py") and "/" in name:
+            assert (package / name).exists(), f"docs/design.md's map names {name}, which is not in git_sluice/"
+
+
+def test_the_glossary_comes_first_and_defines_the_words_the_code_uses() -> None:
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Glossary"
+    glossary = text.split("## Glossary", 1)[1].split("\n## ", 1)[0]
+    defined = set(re.findall(r"^\| \*\*([^*]+)\*\* \|", glossary, re.M))
+    for word in ("kept answer", "take in", "mark", "reading", "round", "step", "pool", "pause", "probe",
+                 "cohort", "epoch", "lease", "holder", "host store", "sluice dir", "watch"):
+        assert word in defined, f"docs/design.md's glossary does not define {word!r}"
+
+
 @pytest.mark.parametrize(
     "doc", ["README.md", "docs/index.md", "docs/reference.md", "docs/design.md", "docs/operations.md"]
 )

@@ -13,23 +13,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from git_sluice.entry import NICENESS, wait_pid_of
 from git_sluice.remote.fetched import FetchedLeases, parse_for_each_ref
 from git_sluice.remote.lease import LeaseRecord, lease_ref
+from tests.gitutil import git
 
 HEAVY = ("graphql", "httpx", "pygit2")
 IDENT = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 
 
-def _clone(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    subprocess.run(["git", "init", "-q", "-b", "main", str(work)], check=True)
+@pytest.fixture
+def work(github_clone: Path) -> Path:
     for key, value in (("sluice.repository", "octo/widgets"), ("sluice.branch", "main"), ("sluice.host", "host-a")):
-        subprocess.run(["git", "-C", str(work), "config", key, value], check=True)
-    subprocess.run(["git", "-C", str(work), "remote", "add", "origin", "https://github.com/octo/widgets.git"], check=True)
-    subprocess.run(["git", "-C", str(work), *IDENT, "commit", "-q", "--allow-empty", "-m", "seed"], check=True)
-    subprocess.run(["git", "-C", str(work), "update-ref", "refs/remotes/origin/main", "HEAD"], check=True)
-    return work
+        git(github_clone, "config", key, value)
+    return github_clone
 
 
 def _mark(work: Path, branch: str, message: str) -> str:
@@ -57,8 +56,7 @@ def _run_cli(work: Path, *args: str) -> dict[str, object]:
     return result
 
 
-def test_status_and_queue_load_neither_graphql_nor_httpx_nor_libgit2(tmp_path: Path) -> None:
-    work = _clone(tmp_path)
+def test_status_and_queue_load_neither_graphql_nor_httpx_nor_libgit2(work: Path) -> None:
     record = LeaseRecord(holder="host-b", role="driver", lease=600.0, renewal=3, version="0.1.0")
     _mark(work, "main", record.to_message("main"))
     status = _run_cli(work, "status", "--json")
@@ -69,11 +67,10 @@ def test_status_and_queue_load_neither_graphql_nor_httpx_nor_libgit2(tmp_path: P
     assert queue["heavy"] == [] and queue["code"] == 0, queue
 
 
-def test_marks_read_by_git_alone_match_libgit2(tmp_path: Path) -> None:
+def test_marks_read_by_git_alone_match_libgit2(work: Path) -> None:
     from git_sluice.remote.git import RemoteGit
     from git_sluice.repo import Repo
 
-    work = _clone(tmp_path)
     record = LeaseRecord(holder="host-c", role="wait", lease=90.0, renewal=0, version="9")
     oids = {
         "main": _mark(work, "main", record.to_message("main")),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -29,6 +31,7 @@ def test_ci_runs_the_readme_commands_verbatim() -> None:
     assert demo in readme and tests in readme
 
 
+@pytest.mark.slow
 def test_the_demo_tells_the_whole_story() -> None:
     from git_sluice.commands.demo import run_demo
 
@@ -40,7 +43,9 @@ def test_the_demo_tells_the_whole_story() -> None:
     assert result.figures["first_round_checks"] == 2  # the baseline of #2's failing checks
     assert result.figures["idle_counted"] == 0
     assert result.figures["idle_list_calls"] == result.figures["idle_rounds"]
-    assert result.figures["idle_requests"] == 3 * result.figures["idle_rounds"]  # list + #2's two checks
+    # the host watch's list each minute; #2's failing checks (runs, and its status once, to learn the
+    # repository uses none) less and less often, not every minute as before the watch (3 calls a round)
+    assert result.figures["idle_requests"] < 1.2 * result.figures["idle_rounds"]
     assert result.figures["change_rest"] == 1 and result.figures["change_points"] == 1
     assert result.figures["host_b_paused_calls"] == 0
     assert result.figures["probes"] == 1

@@ -500,7 +500,7 @@ def s5_freshness(s1: Scenario) -> Scenario:
                     "view had shown by the end of the window is counted among the changes but has no latency.")
     sc.notes.append("A baseline has no lease: every host reads GitHub itself, so each of its pushes is timed as "
                     "'on another host'. In git-sluice a host that does not hold the lease starts no round for its "
-                    "own push (design §5): the holder sees it at its next discovery.")
+                    "own push (docs/design.md#the-lease): the holder sees it at its next discovery.")
     return sc
 
 

@@ -62,7 +62,7 @@ def setup_logging(verbose: bool = False) -> None:
         handler._sluice_stderr = True  # type: ignore[attr-defined]
         root.addHandler(handler)
         stderr = [handler]
-    for handler in stderr:
-        handler.setLevel(level)
+    for each in stderr:
+        each.setLevel(level)
     if root.level == logging.NOTSET or root.level > level:
         root.setLevel(level)

@@ -118,6 +118,8 @@ def status_command(as_json: bool) -> None:
             line += f", resets {_ago(p['reset'], now)}"
         line += f"; counted here last hour: {p['counted_last_hour']}"
         click.echo(line)
+        if p.get("pace") and p["pace"]["stretch"] > 1:
+            click.echo(f"    pace: {p['pace']['text']}")
         pause = p["pause"]
         if pause is not None:
             if pause["observe_only"]:

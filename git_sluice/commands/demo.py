@@ -28,6 +28,7 @@ from ..errors import AllowanceSpent, local_time
 from ..forge.hoststore import HostStore
 from ..intake.queue import QueueStore
 from .step import intake_for, run_rounds
+from .watching import tick_watch
 from .roles import drive
 from .session import Session, fetch_and_adopt, open_session
 
@@ -156,10 +157,10 @@ def run_demo(*, keep: bool = False, say: Say = print) -> DemoResult:
             figures["first_round_checks"] = len(gh.calls(since=mark, path=r"/commits/"))
             figures["first_round_points"] = gh.counted(pool, "graphql", since=mark)
             say(f"1. host-a drives: it holds refs/sluice/intake/main and took main in with "
-                f"{figures['first_round_list']} list call and {figures['first_round_points']} GraphQL point (one "
-                f"query for all of them), plus {figures['first_round_checks']} calls for the baseline of checks that "
-                f"may still change (#2's are failing: a re-run moves no updated_at); GET /user, once per token, "
-                f"named the pool.")
+                f"{figures['first_round_list']} list call (the host watch's: one discovery for every clone on the "
+                f"host) and {figures['first_round_points']} GraphQL point (one query for all of them), plus "
+                f"{figures['first_round_checks']} calls of the watch for the baseline of checks that may still "
+                f"change (#2's are failing: a re-run moves no updated_at); GET /user, once per token, named the pool.")
             for entry in sorted(QueueStore(host_a / ".git" / "sluice").load("main").entries.values(),
                                 key=lambda e: e.number):
                 say(f"     #{entry.number} {entry.state:<8} {entry.title}")
@@ -179,6 +180,7 @@ def run_demo(*, keep: bool = False, say: Say = print) -> DemoResult:
             for _ in range(60):
                 clock.advance(a.settings.discovery)
                 fetch_and_adopt(a)
+                tick_watch(a, ["main"])
                 intake, _ = intake_for(a, role="driver")
                 intake.round("main")
                 rounds += 1
@@ -187,14 +189,15 @@ def run_demo(*, keep: bool = False, say: Say = print) -> DemoResult:
             figures["idle_list_calls"] = len(gh.calls(since=mark, path=r"/pulls\?"))
             figures["idle_counted"] = gh.counted(since=mark)
             say(f"3. An idle hour: host-a ran {rounds} discovery rounds; {figures['idle_requests']} conditional "
-                f"calls reached GitHub (the list, and #2's checks) and it counted {figures['idle_counted']} of them "
-                f"(every answer a 304).")
+                f"calls reached GitHub (the host watch's list each minute, and #2's failing checks less and less "
+                f"often, up to every 15 min) and it counted {figures['idle_counted']} of them (every answer a 304).")
             say("")
 
             # 4. something moves: one list page and one query
             gh.review(REPO, 4, "carol", "APPROVED")
             clock.advance(a.settings.discovery)
             mark = gh.mark()
+            tick_watch(a, ["main"])
             intake, _ = intake_for(a, role="driver")
             report = intake.round("main")
             figures["change_rest"] = gh.counted(pool, "core", since=mark)
@@ -206,6 +209,7 @@ def run_demo(*, keep: bool = False, say: Say = print) -> DemoResult:
             # 5. a throttle on host-a pauses host-a, then host-b through the pause note
             gh.fault("secondary", path="pulls", times=1, retry_after=300)
             clock.advance(a.settings.discovery)
+            tick_watch(a, ["main"])  # the watch's list meets the throttle; the round then finds the host paused
             try:
                 intake.round("main")
             except AllowanceSpent as exc:

@@ -5,7 +5,7 @@ scripts that must never slow down or fail the user's git. They filter with
 the shell alone, write the lines that may concern us into an *inbox*
 (``<sluice dir>/hook-in.<pid of the git process>``) and start
 ``git sluice _hook-round`` in a new session with every standard stream on
-``/dev/null`` (design §11: a child holding git's pipes makes ``git push``
+``/dev/null`` (docs/design.md#pitfalls-it-is-built-around: a child holding git's pipes makes ``git push``
 hang). Everything slow or fallible happens here, after the git command ends:
 
 1. wait for the git process that ran the hook to exit, so a push is complete
@@ -32,11 +32,17 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clock import Clock, default_clock, rfc3339
 from ..gitcli import INTERNAL_ENV, scrub, scrub_environ
+from ..procs import gone
 from ..statefile import file_lock, try_acquire, write_atomic
+
+if TYPE_CHECKING:  # the runner waits for git before importing anything heavy
+    from ..intake.report import RoundReport
+    from ..remote.fetched import FetchedLeases
+    from ..repo import Repo
 
 log = logging.getLogger("git_sluice")
 
@@ -54,7 +60,12 @@ WARNED_NAME = "hook-warned"
 WAIT_LIMIT = 3600.0
 """How long a runner waits for its git command (a slow push) before it goes on anyway."""
 
-Step = Callable[..., Any]
+
+
+class RoundRunner(Protocol):
+    """What runs the round a hook asked for (``hook_step``; tests hand in their own)."""
+
+    def __call__(self, repo: Repo, *, reason: str) -> object: ...
 
 
 # ----------------------------------------------------------------- pure decisions
@@ -150,7 +161,7 @@ def decide(
 
 
 def step_reason(reasons: Sequence[str]) -> str:
-    """The reason the round is given: ``push`` makes it ask GitHub at once (design §7).
+    """The reason the round is given: ``push`` makes it ask GitHub at once (docs/design.md#one-round).
 
     A push to a request's head moves nothing the round could see locally, so it
     must say so. A fetch needs no word: the round sees the branch's revision
@@ -256,7 +267,7 @@ def _mark_recovered(sluice_dir: Path, clock: Clock) -> None:
         pass
 
 
-def last_failure(repo: Any) -> dict[str, Any] | None:
+def last_failure(repo: Repo | FetchedLeases) -> dict[str, Any] | None:
     """The last failed hook round (``time``, ``at``, ``reason``, ``error``, ``exit_code``,
     and ``recovered_at`` once a later round succeeded), or None if none is recorded."""
     path = Path(repo.common_dir) / "sluice" / FAILURE_NAME
@@ -272,7 +283,7 @@ def last_failure(repo: Any) -> dict[str, Any] | None:
 # -------------------------------------------------------------- what is taken in
 
 
-def taken_in(repo: Any) -> tuple[str, list[str]]:
+def taken_in(repo: Repo) -> tuple[str, list[str]]:
     """(sluice.remote, the branches taken in), as the round will see them.
 
     A config the round would refuse still gives the hooks a filter: they must
@@ -295,7 +306,7 @@ def taken_in(repo: Any) -> tuple[str, list[str]]:
     return remote, _default_branches(repo, remote)
 
 
-def _default_branches(repo: Any, remote: str) -> list[str]:
+def _default_branches(repo: Repo, remote: str) -> list[str]:
     """The remote's default branch; both usual names while none is known yet."""
     prefix = f"refs/remotes/{remote}/"
     try:
@@ -309,7 +320,7 @@ def _default_branches(repo: Any, remote: str) -> list[str]:
     return found[:1] or ["main", "master"]
 
 
-def refresh_filter(repo: Any, sluice_dir: Path) -> tuple[str, list[str]]:
+def refresh_filter(repo: Repo, sluice_dir: Path) -> tuple[str, list[str]]:
     """Write the hooks' filter when it differs or is no newer than the config files.
 
     The hooks trust the filter only while it is newer than every config file
@@ -330,7 +341,7 @@ def refresh_filter(repo: Any, sluice_dir: Path) -> tuple[str, list[str]]:
     return remote, refs
 
 
-def config_files(repo: Any) -> list[Path]:
+def config_files(repo: Repo) -> list[Path]:
     """The files the hooks compare with the filter (same list as in the scripts)."""
     home = Path(os.environ.get("HOME", "/"))
     xdg = os.environ.get("XDG_CONFIG_HOME") or str(home / ".config")
@@ -343,7 +354,7 @@ def config_files(repo: Any) -> list[Path]:
     ]
 
 
-def _config_mtimes(repo: Any) -> list[int]:
+def _config_mtimes(repo: Repo) -> list[int]:
     found = []
     for path in config_files(repo):
         try:
@@ -363,30 +374,11 @@ def read_heads(sluice_dir: Path) -> set[str]:
 # ---------------------------------------------------------------- the runner
 
 
-def _alive(pid: int) -> bool:
-    """Whether a process still runs (a zombie has finished: git's work is done)."""
-    if pid <= 1:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-            return False
-    except (OSError, IndexError):
-        pass
-    return True
-
-
 def wait_for_exit(pid: int, clock: Clock, limit: float = WAIT_LIMIT) -> bool:
     """Poll until ``pid`` ends (True) or ``limit`` seconds pass (False)."""
     deadline = clock.monotonic() + limit
     delay = 0.005
-    while _alive(pid):
+    while not gone(pid):
         if clock.monotonic() >= deadline:
             return False
         clock.sleep(delay)
@@ -430,7 +422,7 @@ def collect(sluice_dir: Path, inbox: Path | None) -> str:
             texts.append(taken)
     for path in sorted(sluice_dir.glob(INBOX_PREFIX + "*")):
         pid = _inbox_pid(path)
-        if pid is None or _alive(pid):
+        if pid is None or not gone(pid):
             continue
         taken = _take(path)
         if taken:
@@ -458,7 +450,7 @@ def take_asks(sluice_dir: Path) -> list[str]:
     return list(dict.fromkeys(reasons))
 
 
-def _ref_state(repo: Any, refs: Sequence[str]) -> str:
+def _ref_state(repo: Repo, refs: Sequence[str]) -> str:
     """Where the filtered refs point as the round starts (the log's evidence of what it saw)."""
     shown = []
     for ref in refs:
@@ -467,7 +459,7 @@ def _ref_state(repo: Any, refs: Sequence[str]) -> str:
     return " ".join(shown)
 
 
-def hook_step(repo: Any, *, reason: str) -> Any:
+def hook_step(repo: Repo, *, reason: str) -> list[RoundReport]:
     """The round a hook asks for: ``intake.step.run_rounds`` with the rounds' own fetch.
 
     The user's fetch no longer brings ``refs/sluice/*`` (setup adds no refspec:
@@ -488,7 +480,7 @@ def hook_step(repo: Any, *, reason: str) -> Any:
     return reports
 
 
-def run_round(repo: Any, sluice_dir: Path, reasons: Sequence[str], clock: Clock, step: Step) -> bool:
+def run_round(repo: Repo, sluice_dir: Path, reasons: Sequence[str], clock: Clock, step: RoundRunner) -> bool:
     """One round for every configured branch; a failure is logged and kept, never raised."""
     reason = "; ".join(reasons) or "hook"
     try:
@@ -508,7 +500,7 @@ def run_round(repo: Any, sluice_dir: Path, reasons: Sequence[str], clock: Clock,
     return True
 
 
-def drain(repo: Any, sluice_dir: Path, clock: Clock, step: Step) -> int:
+def drain(repo: Repo, sluice_dir: Path, clock: Clock, step: RoundRunner) -> int:
     """Run rounds while asks are left, if no other runner holds the lock; returns rounds run.
 
     The lock is tried without waiting. A runner that does not get it leaves
@@ -534,12 +526,12 @@ def drain(repo: Any, sluice_dir: Path, clock: Clock, step: Step) -> int:
 
 
 def run_hook_round(
-    repo: Any,
+    repo: Repo,
     *,
     wait_pid: int | None,
     inbox: Path | None,
     clock: Clock | None = None,
-    step: Step | None = None,
+    step: RoundRunner | None = None,
     wait_limit: float = WAIT_LIMIT,
 ) -> int:
     """What ``git sluice _hook-round`` does; returns the rounds this runner ran.

@@ -19,10 +19,11 @@ from ..errors import AllowanceSpent, SluiceError, TimedOut
 from ..forge.client import ForgeError, ForgeUnavailable
 from ..intake import graphql as gq
 from ..intake.queue import derive_state
-from ..intake.round import RoundReport
+from ..intake.round import Intake, RoundReport
 from .step import branch_refspecs, intake_for
 from ..remote.git import RemoteRefused, RemoteUnreachable
 from .session import Session, fetch_and_adopt
+from .watching import next_wake, tick_watch
 
 log = logging.getLogger("git_sluice")
 
@@ -109,6 +110,9 @@ def drive(
                     held.discard(branch)
                     if was or state.ticks == 1:
                         say(f"{branch}: {view.describe()}")
+            # the host watch watches what this host takes in, not a branch another host holds
+            taken = [b for b in chosen if b not in views or views[b].takes_in]
+            watch = tick_watch(session, taken)
             for branch in chosen:
                 rev = session.repo.ref(f"refs/remotes/{session.settings.remote}/{branch}")
                 moved = branch in revs and revs[branch] != rev
@@ -118,9 +122,10 @@ def drive(
                     state.rounds.append(report)
                     if report.outcome in ("taken-in", "deferred"):
                         say(report.summary())
+            tick_watch(session, taken)  # the heads these rounds queued as waiting: their baseline now
             if max_ticks is not None and state.ticks >= max_ticks:
                 break
-            _sleep_until(session, started + tick, stopper)
+            _sleep_until(session, next_wake(session, watch, started, tick), stopper)
     finally:
         if held and let_go:
             try:
@@ -131,7 +136,7 @@ def drive(
     return state
 
 
-def _driver_round(session: Session, intake: Any, branch: str, reason: str, state: DriverState, say: Say) -> RoundReport | None:
+def _driver_round(session: Session, intake: Intake, branch: str, reason: str, state: DriverState, say: Say) -> RoundReport | None:
     try:
         report: RoundReport = intake.round(branch, reason=reason)
         state.paused_said.clear()
@@ -235,7 +240,7 @@ def wait_for(
                 log.warning("could not let go of the wait's lease: %s", exc)
 
 
-def _follow_by_round(session: Session, intake: Any, branch: str, number: int, deadline: float | None) -> str | None:
+def _follow_by_round(session: Session, intake: Intake, branch: str, number: int, deadline: float | None) -> str | None:
     """This host takes the branch in: a round (on the discovery clock), then the queue's word."""
     intake.round(branch, reason="wait", wait=True, deadline=deadline)
     entry = intake.queue.load(branch).entries.get(number)
@@ -268,7 +273,7 @@ def _closed_state(session: Session, number: int, deadline: float | None) -> str 
     return _ended(_pull(session, number, deadline)[0])
 
 
-def _follow_alone(session: Session, intake: Any, number: int, deadline: float | None) -> str | None:
+def _follow_alone(session: Session, intake: Intake, number: int, deadline: float | None) -> str | None:
     """Another host takes the branch in: follow our own request by GitHub's word, conditionally."""
     pr, unchanged = _pull(session, number, deadline)
     ended = _ended(pr)

@@ -47,6 +47,10 @@ class Session:
     notes: PauseNotes
     credentials: Credentials
     closers: list[Callable[[], None]] = field(default_factory=list)
+    forge_with: Callable[[KeptAnswers], Forge] | None = None
+    """Another forge on the same road and credentials with kept answers elsewhere (the host watch's)."""
+    watch: object | None = None
+    """The host watch this session ticks, once built (:func:`git_sluice.commands.watching.watch_for`)."""
 
     @property
     def owner_name(self) -> tuple[str, str]:
@@ -153,22 +157,27 @@ def open_session(
     remote = RemoteGit(repo, settings.remote, clock=clock, pools=lambda: own_pools(credentials, repo.sluice_dir))
     notes = PauseNotes(repo, remote, host=settings.host, clock=clock)
     fleet = FleetPauses(notes, store, settings.host, clock)
-    forge = Forge(
-        api=settings.api,
-        graphql_url=settings.graphql,
-        credentials=credentials,
-        store=store,
-        kept=KeptAnswers(repo.sluice_dir / "kept"),
-        clock=clock,
-        enforce=settings.enforce,
-        on_pause=fleet.published,
-        on_wait=on_wait,
-        probe_claim=fleet.claim if settings.enforce else None,
-        on_probed=fleet.probed,
-        transport=transport,
-        cancel=cancel,
-    )
-    session = Session(repo, settings, clock, store, forge, remote, notes, credentials)
+
+    def forge_with(kept: KeptAnswers) -> Forge:
+        """A forge on this session's road and credentials, keeping its answers in ``kept``."""
+        return Forge(
+            api=settings.api,
+            graphql_url=settings.graphql,
+            credentials=credentials,
+            store=store,
+            kept=kept,
+            clock=clock,
+            enforce=settings.enforce,
+            on_pause=fleet.published,
+            on_wait=on_wait,
+            probe_claim=fleet.claim if settings.enforce else None,
+            on_probed=fleet.probed,
+            transport=transport,
+            cancel=cancel,
+        )
+
+    forge = forge_with(KeptAnswers(repo.sluice_dir / "kept"))
+    session = Session(repo, settings, clock, store, forge, remote, notes, credentials, forge_with=forge_with)
     session.closers.append(forge.close)
     if own_store:
         session.closers.append(store.close)

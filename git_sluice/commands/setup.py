@@ -39,12 +39,16 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SluiceError
 from ..gitcli import parse_version
 from ..remote.git import LEGACY_REFSPEC
 from ..statefile import write_atomic
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..repo import Repo
 
 HOOK_NAMES: tuple[str, ...] = ("pre-push", "reference-transaction")
 MARKER = b"# git-sluice hook:"
@@ -206,7 +210,7 @@ def _save_manifest(sluice_dir: Path, manifest: Mapping[str, Any]) -> None:
 # ----------------------------------------------------------------- where things are
 
 
-def sluice_dir_of(repo: Any) -> Path:
+def sluice_dir_of(repo: Repo) -> Path:
     """``<common dir>/sluice``, refusing a file or anything else in its place."""
     path = Path(repo.common_dir) / "sluice"
     if os.path.lexists(path) and not path.is_dir():
@@ -218,7 +222,7 @@ def sluice_dir_of(repo: Any) -> Path:
     return path
 
 
-def hooks_dir(repo: Any) -> tuple[Path, bool]:
+def hooks_dir(repo: Repo) -> tuple[Path, bool]:
     """(the folder git runs hooks from, whether ``core.hooksPath`` chose it)."""
     proc = repo.git("config", "--get", "core.hooksPath", check=False)
     configured = proc.stdout.strip() if proc.returncode == 0 else ""
@@ -232,7 +236,7 @@ def hooks_dir(repo: Any) -> tuple[Path, bool]:
     return Path(os.path.abspath(path)), True
 
 
-def installed_git_version(repo: Any) -> tuple[int, ...]:
+def installed_git_version(repo: Repo) -> tuple[int, ...]:
     proc = repo.git("version", check=False)
     return parse_version(proc.stdout)
 
@@ -272,19 +276,19 @@ def _hook_entry(manifest: Mapping[str, Any], path: Path) -> dict[str, Any] | Non
 # ----------------------------------------------------------------- config hooks
 
 
-def _config_value(repo: Any, key: str) -> str | None:
+def _config_value(repo: Repo, key: str) -> str | None:
     proc = repo.git("config", "--local", "--get", key, check=False)
     return proc.stdout.rstrip("\n") if proc.returncode == 0 else None
 
 
-def _section_exists(repo: Any, section: str) -> bool:
+def _section_exists(repo: Repo, section: str) -> bool:
     """Whether the clone's own config has any key of ``section`` (``hook.sluice-pre-push``)."""
     pattern = "^" + re.escape(section + ".")
     proc = repo.git("config", "--local", "--get-regexp", pattern, check=False)
     return proc.returncode == 0 and bool(proc.stdout.strip())
 
 
-def verify_config_hook(repo: Any, name: str) -> bool:
+def verify_config_hook(repo: Repo, name: str) -> bool:
     """Whether git lists our config-defined hook for the event (``git hook list``)."""
     proc = repo.git("hook", "list", name, check=False)
     return proc.returncode == 0 and f"{CONFIG_HOOK_PREFIX}{name}" in proc.stdout
@@ -293,7 +297,7 @@ def verify_config_hook(repo: Any, name: str) -> bool:
 # ----------------------------------------------------------------- install
 
 
-Verifier = Callable[[Any, str], bool]
+Verifier = Callable[["Repo", str], bool]
 TokenFinder = Callable[[str], "tuple[str, str] | None"]
 
 
@@ -304,7 +308,7 @@ def _default_token_finder(api: str) -> tuple[str, str] | None:
 
 
 def install(
-    repo: Any,
+    repo: Repo,
     *,
     git_version: tuple[int, ...] | None = None,
     verify: Verifier = verify_config_hook,
@@ -427,7 +431,7 @@ def legacy_bytes(path: Path) -> bytes:
 
 
 def _install_config_hook(
-    repo: Any, name: str, sluice_dir: Path, manifest: dict[str, Any], report: Report, verify: Verifier
+    repo: Repo, name: str, sluice_dir: Path, manifest: dict[str, Any], report: Report, verify: Verifier
 ) -> bool:
     section = f"hook.{CONFIG_HOOK_PREFIX}{name}"
     target = sluice_dir / "hooks" / name
@@ -464,7 +468,7 @@ def _install_config_hook(
     return True
 
 
-def _remove_config_hook(repo: Any, section: str, target: Path) -> bool:
+def _remove_config_hook(repo: Repo, section: str, target: Path) -> bool:
     removed = False
     if _section_exists(repo, section):
         repo.git("config", "--local", "--remove-section", section, check=False)
@@ -477,7 +481,7 @@ def _remove_config_hook(repo: Any, section: str, target: Path) -> bool:
     return removed
 
 
-def _drop_legacy_refspec(repo: Any, manifest: dict[str, Any], report: Report, sluice_dir: Path) -> None:
+def _drop_legacy_refspec(repo: Repo, manifest: dict[str, Any], report: Report, sluice_dir: Path) -> None:
     """Take out the ``+refs/sluice/*`` refspec an older setup added (and recorded).
 
     It made every person's fetch bring every mark and note of every pool, and
@@ -506,7 +510,7 @@ def _drop_legacy_refspec(repo: Any, manifest: dict[str, Any], report: Report, sl
         report.add(subject, "none", "git-sluice adds none: its rounds fetch refs/sluice/* by their own refspecs")
 
 
-def _check_token(settings: Any, report: Report, token_finder: TokenFinder) -> None:
+def _check_token(settings: Settings, report: Report, token_finder: TokenFinder) -> None:
     """Say whether a token is found and where (never the token itself)."""
     if settings.app_id:
         report.token_source = f"GitHub App {settings.app_id}"
@@ -530,7 +534,7 @@ def _check_token(settings: Any, report: Report, token_finder: TokenFinder) -> No
 # ----------------------------------------------------------------- undo
 
 
-def undo(repo: Any) -> Report:
+def undo(repo: Repo) -> Report:
     """Put back every hook and the refspec exactly as they were before setup."""
     from . import hookrun
 
@@ -637,7 +641,7 @@ def _undo_file_hook(entry: Mapping[str, Any], report: Report) -> bool:
     return True
 
 
-def _undo_refspec(repo: Any, entry: Mapping[str, Any], report: Report) -> None:
+def _undo_refspec(repo: Repo, entry: Mapping[str, Any], report: Report) -> None:
     remote = str(entry.get("remote", ""))
     key = str(entry.get("key") or f"remote.{remote}.fetch")
     value = str(entry.get("value") or LEGACY_REFSPEC)
@@ -665,7 +669,7 @@ def _remove_empty_dirs(top: Path) -> None:
 # ----------------------------------------------------------------- what is there now
 
 
-def describe(repo: Any) -> dict[str, Any]:
+def describe(repo: Repo) -> dict[str, Any]:
     """What is installed here now, read-only (for ``doctor`` and ``status``).
 
     ``current`` says whether an installed script is this version's; a hook

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..clock import default_clock
 from ..forge.hoststore import HostStore
+from ..intake import pace as pacing
 from ..intake.queue import QueueStore
 from ..intake.report import RoundsLog
 from .hookrun import last_failure
@@ -85,6 +86,10 @@ def _pool_json(row: Any, pause: Any, now: float, *, pool: str | None = None, res
             forge = "probing"
         elif pause.phase == "ramp":
             forge = "ramping"
+    found = None if row is None else pacing.project(
+        pool=row.pool, resource=row.resource, limit=row.limit, used=row.used, reset=row.reset,
+        observed_at=row.observed_at, now=now,
+    )
     return {
         "pool": row.pool if row is not None else pool,
         "resource": row.resource if row is not None else resource,
@@ -96,6 +101,10 @@ def _pool_json(row: Any, pause: Any, now: float, *, pool: str | None = None, res
         "observed_at": getattr(row, "observed_at", None),
         "counted_last_hour": getattr(row, "counted_last_hour", 0),
         "cost_last_hour": getattr(row, "cost_last_hour", 0),
+        "pace": None if found is None else {
+            "projected": found.projected, "limit": found.limit, "share": round(found.share, 4),
+            "reset": found.reset, "stretch": round(found.stretch, 2), "text": found.describe(),
+        },
         "pause": None if pause is None else {
             "phase": pause.phase, "until": pause.until, "class": pause.cls, "how": pause.how,
             "epoch": pause.epoch, "source": pause.source, "observe_only": pause.observe_only, "held": pause.held,

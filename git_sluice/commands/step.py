@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from ..remote.git import tracking_ref
 from ..remote.leases import LeaseKeeper
 from .session import Session, fetch_and_adopt
+from .watching import watch_for
 from ..intake.round import Intake, RoundReport
 
 log = logging.getLogger("git_sluice")
@@ -38,6 +39,7 @@ def intake_for(session: Session, *, role: str = "step") -> tuple[Intake, LeaseKe
         clock=session.clock,
         lease_reader=keeper.read,
         branch_rev=branch_rev,
+        watch=watch_for(session, ticking=role == "driver"),
     )
     return intake, keeper
 

@@ -1,6 +1,6 @@
 """A faithful GitHub double for the tests, the benchmark and ``git sluice demo``.
 
-It models what git-sluice depends on (design §10): pagination, per-token
+It models what git-sluice depends on (docs/double.md#what-it-models): pagination, per-token
 ETags and free 304s, primary limits per pool and resource with GitHub's
 headers, secondary limits with ``retry-after``, GraphQL executed against
 GitHub's real schema with GitHub's point cost and ``RATE_LIMITED`` errors,

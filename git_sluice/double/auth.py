@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import jwt
 
@@ -107,7 +107,8 @@ def _app_from_jwt(gh: "GitHubDouble", token: str, sha: str | None, now: float) -
     except jwt.PyJWTError:
         return undecodable
     try:
-        app = gh.world.apps.get(int(claims.get("iss")))
+        issuer: Any = claims.get("iss")  # whatever the JWT says: int() refuses what GitHub refuses
+        app = gh.world.apps.get(int(issuer))
     except (TypeError, ValueError):
         return AuthFailure("'Issuer' claim ('iss') must be an Integer", sha)
     if app is None:

@@ -14,6 +14,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from importlib import resources
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from graphql import (
@@ -68,7 +69,7 @@ class GraphQLOutcome:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def _error_body(*errors: dict[str, Any]) -> dict[str, Any]:
+def _error_body(*errors: Mapping[str, object]) -> dict[str, Any]:
     return {"errors": list(errors)}
 
 
@@ -76,7 +77,7 @@ _UNDEFINED = re.compile(r"Cannot query field '(?P<field>[^']+)' on type '(?P<typ
 
 
 def _format_validation(error: GraphQLError) -> dict[str, Any]:
-    out = error.formatted
+    out: dict[str, Any] = dict(error.formatted)
     hit = _UNDEFINED.search(error.message)
     if hit:
         out["extensions"] = {"code": "undefinedField", "typeName": hit["type"], "fieldName": hit["field"]}
@@ -84,7 +85,7 @@ def _format_validation(error: GraphQLError) -> dict[str, Any]:
 
 
 def _format_execution(error: GraphQLError) -> dict[str, Any]:
-    out = error.formatted
+    out: dict[str, Any] = dict(error.formatted)
     if isinstance(error.original_error, NotFound):
         out = {"type": "NOT_FOUND", **out}
     elif isinstance(error.original_error, PartialFault):

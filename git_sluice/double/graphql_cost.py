@@ -67,7 +67,7 @@ def price(
     schema: GraphQLSchema,
     operation: OperationDefinitionNode,
     fragments: dict[str, FragmentDefinitionNode],
-    variables: dict[str, Any],
+    variables: Any,  # graphql-core 3.2 coerces them to a dict, 3.3 to a VariableValues
 ) -> Price:
     """The cost of one validated operation; raises QueryLimitError where GitHub would refuse it."""
     walker = _Walker(schema, fragments, variables)
@@ -87,7 +87,7 @@ def price(
 
 class _Walker:
     def __init__(self, schema: GraphQLSchema, fragments: dict[str, FragmentDefinitionNode],
-                 variables: dict[str, Any]) -> None:
+                 variables: Any) -> None:
         self.schema = schema
         self.fragments = fragments
         self.variables = variables
@@ -151,6 +151,7 @@ class _Walker:
                 path,
             )
         which, size = ("first", first) if first is not None else ("last", last)
+        assert size is not None  # one of the two is given (checked above)
         if size > MAX_PAGE:
             raise QueryLimitError(
                 "EXCESSIVE_PAGINATION",

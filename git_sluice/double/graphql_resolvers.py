@@ -181,6 +181,12 @@ def repo_node(ctx: GqlContext, repo: Repo) -> dict[str, Any]:
         "pushedAt": _t(repo.pushed_at),
         "stargazerCount": len(repo.stargazers),
         "forkCount": len(repo.forks),
+        "diskUsage": repo.size,
+        "issues": lambda info, states=None, **kw: connection(
+            [i for i in repo.issues.values() if not states or i.state.upper() in states],
+            lambda i: {"__typename": "Issue", "number": i.number, "title": i.title, "state": i.state.upper()},
+            **kw,
+        ),
         "isFork": repo.parent is not None,
         "pullRequest": lambda info, number, **_: _pull_request(ctx, repo, number),
         "pullRequests": lambda info, **kw: _pull_requests(ctx, repo, **kw),

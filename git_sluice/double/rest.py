@@ -294,33 +294,48 @@ def combined_status(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
 _QUALIFIER = re.compile(r'(?P<key>[a-z-]+):(?P<value>"[^"]*"|\S+)')
 
 
-def _search_filter(ctx: RestContext, query: str) -> Callable[[Repo, PullRequest], bool]:
-    tests: list[Callable[[Repo, PullRequest], bool]] = []
+_Test = Callable[[Repo, PullRequest], bool]
+
+_STATES: dict[str, _Test] = {
+    "open": lambda r, p: p.state == "open",
+    "closed": lambda r, p: p.state == "closed",
+    "merged": lambda r, p: p.merged,
+    "unmerged": lambda r, p: not p.merged,
+    "draft": lambda r, p: p.draft,
+    "issue": lambda r, p: False,
+}
+
+
+def _qualifier_test(key: str, value: str) -> _Test | None:
+    """One ``key:value`` of a search query as a test; None for a key the double does not model."""
+    if key == "repo":
+        return lambda r, p: r.full_name == value
+    if key in ("is", "state", "type"):
+        return _STATES.get(value, lambda r, p: True)
+    if key == "draft":
+        return lambda r, p: p.draft == (value == "true")
+    if key == "base":
+        return lambda r, p: p.base == value
+    if key == "head":
+        return lambda r, p: p.head_ref == value
+    if key == "author":
+        return lambda r, p: p.author == value
+    if key == "label":
+        return lambda r, p: value in p.labels
+    return None
+
+
+def _word_test(word: str) -> _Test:
+    return lambda r, p: word in p.title.lower()
+
+
+def _search_filter(ctx: RestContext, query: str) -> _Test:
+    tests: list[_Test] = []
     for match in _QUALIFIER.finditer(query):
-        key, value = match["key"], match["value"].strip('"')
-        if key == "repo":
-            tests.append(lambda r, p, v=value: r.full_name == v)
-        elif key in ("is", "state", "type"):
-            tests.append({
-                "open": lambda r, p: p.state == "open",
-                "closed": lambda r, p: p.state == "closed",
-                "merged": lambda r, p: p.merged,
-                "unmerged": lambda r, p: not p.merged,
-                "draft": lambda r, p: p.draft,
-                "issue": lambda r, p: False,
-            }.get(value, lambda r, p: True))
-        elif key == "draft":
-            tests.append(lambda r, p, v=value: p.draft == (v == "true"))
-        elif key == "base":
-            tests.append(lambda r, p, v=value: p.base == v)
-        elif key == "head":
-            tests.append(lambda r, p, v=value: p.head_ref == v)
-        elif key == "author":
-            tests.append(lambda r, p, v=value: p.author == v)
-        elif key == "label":
-            tests.append(lambda r, p, v=value: v in p.labels)
-    words = [w.lower() for w in _QUALIFIER.sub(" ", query).split()]
-    tests.extend(lambda r, p, w=w: w in p.title.lower() for w in words)
+        test = _qualifier_test(match["key"], match["value"].strip('"'))
+        if test is not None:
+            tests.append(test)
+    tests.extend(_word_test(w.lower()) for w in _QUALIFIER.sub(" ", query).split())
     return lambda r, p: all(t(r, p) for t in tests)
 
 

@@ -43,7 +43,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         split = urlsplit(self.path)
-        host = self.headers.get("Host") or f"{self.server.server_address[0]}:{self.server.server_address[1]}"
+        host = self.headers.get("Host") or f"{self.server.server_address[0]!s}:{self.server.server_address[1]}"
         control_path = split.path.removeprefix(ENTERPRISE_REST) if self.server.gh.enterprise else split.path
         if control_path.startswith(control.PREFIX):
             # under the printed base URL too, so "$URL/_double/…" works in both modes
@@ -140,7 +140,7 @@ class DoubleServer:
 
     @property
     def origin(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"http://{self.host!s}:{self.port}"
 
     @property
     def url(self) -> str:

@@ -13,31 +13,23 @@ told so (``CallTimedOut``, nothing sent).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 import filelock
 import httpx
 
-from ..clock import Clock
 from ..errors import CallTimedOut
-from .kept import KeptAnswers
-from .road import META, SHARED, Call, Stats, Waits, call_of, kept_response
+from .road import META, SHARED, Call, KeptLayer, Waits, call_of, kept_response
 
 log = logging.getLogger("git_sluice")
 
 LOCK_POLL = 0.05  # real seconds between tries of another process's lock
 
 
-class SingleFlight(httpx.BaseTransport):
-    def __init__(
-        self, inner: httpx.BaseTransport, kept: KeptAnswers, clock: Clock, stats: Stats, waits: Waits,
-        *, patience: float = 90.0,
-    ) -> None:
-        self.inner = inner
-        self.kept = kept
-        self.clock = clock
-        self.stats = stats
-        self.waits = waits
-        self.patience = patience
+@dataclass(eq=False)
+class SingleFlight(KeptLayer):
+    waits: Waits
+    patience: float = field(default=90.0, kw_only=True)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         if request.method != "GET":

@@ -2,7 +2,7 @@
 
 Pure: no I/O and no clock reads — every operation is given ``now`` — so the
 host store can run it inside one SQLite transaction and the tests can drive
-every interleaving of many callers through it (design §6).
+every interleaving of many callers through it (docs/design.md#the-pause).
 
 Why each part exists:
 
@@ -26,7 +26,7 @@ Why each part exists:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from git_sluice.forge import rules
@@ -88,29 +88,11 @@ class GateState:
         return COHORT_SIZES[self.cohort]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "pool_id": self.pool_id,
-            "epoch": self.epoch,
-            "phase": self.phase,
-            "until": self.until,
-            "cls": self.cls,
-            "how": self.how,
-            "streak": self.streak,
-            "paused_at": self.paused_at,
-            "source": self.source,
-            "observe_only": self.observe_only,
-            "held": self.held,
-            "probe": self.probe,
-            "cohort": self.cohort,
-            "cohort_serial": self.cohort_serial,
-            "cohort_admitted": list(self.cohort_admitted),
-            "cohort_finished": self.cohort_finished,
-            "cohort_clean": self.cohort_clean,
-            "cohort_opened_at": self.cohort_opened_at,
-            "permits": {
-                pid: [p.epoch, p.kind, p.started, p.deadline, p.cohort] for pid, p in self.permits.items()
-            },
-        }
+        """Every field under its own name, in order; the permits as lists (what from_dict reads back)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["cohort_admitted"] = list(self.cohort_admitted)
+        data["permits"] = {pid: [p.epoch, p.kind, p.started, p.deadline, p.cohort] for pid, p in self.permits.items()}
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> GateState:

@@ -4,7 +4,8 @@ It holds, per (pool, resource), the state of the pause machine (``gate``) with
 the permits in flight, plus the budget ledger (the last rate headers and the
 counted calls) and the counters of held, fenced and not-attempted calls.
 
-Why SQLite, and why this way (design §4, §11):
+Why SQLite, and why this way (docs/design.md#the-host-state-dir,
+docs/design.md#pitfalls-it-is-built-around):
 
 - one file for the whole host, so a throttle seen by any process stops every
   process of every repository on the host at once;
@@ -362,6 +363,14 @@ class HostStore:
 
     # --- gate state ----------------------------------------------------------------
 
+    def _load_live(self, conn: sqlite3.Connection, pool: str, resource: str, now: float) -> gate.GateState:
+        """The gate's state less the permits past their deadline, counted ``expired`` (inside a write)."""
+        state = self._load(conn, pool, resource)
+        expired = gate.expire(state, now)
+        if expired:
+            self._count(conn, pool, resource, "expired", len(expired))
+        return state
+
     def _load(self, conn: sqlite3.Connection, pool: str, resource: str) -> gate.GateState:
         row = conn.execute("SELECT state FROM gates WHERE pool = ? AND resource = ?", (pool, resource)).fetchone()
         if row is None:
@@ -414,10 +423,7 @@ class HostStore:
         def op(conn: sqlite3.Connection) -> Permit | Wait:
             with self._write(conn):
                 now = self.clock.time()
-                state = self._load(conn, pool, resource)
-                expired = gate.expire(state, now)
-                if expired:
-                    self._count(conn, pool, resource, "expired", len(expired))
+                state = self._load_live(conn, pool, resource, now)
                 permit_id = uuid.uuid4().hex
                 if enforce:
                     decision = gate.acquire(state, now, permit_id, now + deadline)
@@ -447,10 +453,7 @@ class HostStore:
         def op(conn: sqlite3.Connection) -> bool:
             with self._write(conn):
                 now = self.clock.time()
-                state = self._load(conn, permit.pool, permit.resource)
-                expired = gate.expire(state, now)
-                if expired:
-                    self._count(conn, permit.pool, permit.resource, "expired", len(expired))
+                state = self._load_live(conn, permit.pool, permit.resource, now)
                 tracked = permit.id in state.permits
                 ok = gate.start(state, permit.id, now)
                 if not ok and (permit.enforce or tracked):
@@ -466,10 +469,7 @@ class HostStore:
         def op(conn: sqlite3.Connection) -> PauseView | None:
             with self._write(conn):
                 now = self.clock.time()
-                state = self._load(conn, permit.pool, permit.resource)
-                expired = gate.expire(state, now)
-                if expired:
-                    self._count(conn, permit.pool, permit.resource, "expired", len(expired))
+                state = self._load_live(conn, permit.pool, permit.resource, now)
                 finished = self._finished(state, permit, outcome, now)
                 if outcome.kind == "not_attempted":
                     self._count(conn, permit.pool, permit.resource, "not_attempted")

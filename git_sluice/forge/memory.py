@@ -10,19 +10,11 @@ from __future__ import annotations
 
 import httpx
 
-from ..clock import Clock
 from ..errors import ForgeUnavailable
-from .kept import KeptAnswers
-from .road import AnswerFailed, Stats, call_of, meta_of
+from .road import AnswerFailed, KeptLayer, call_of, meta_of
 
 
-class FailureMemory(httpx.BaseTransport):
-    def __init__(self, inner: httpx.BaseTransport, kept: KeptAnswers, clock: Clock, stats: Stats) -> None:
-        self.inner = inner
-        self.kept = kept
-        self.clock = clock
-        self.stats = stats
-
+class FailureMemory(KeptLayer):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         address = call_of(request).address
         meta = meta_of(request, self.kept)

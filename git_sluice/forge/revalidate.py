@@ -11,20 +11,12 @@ from __future__ import annotations
 
 import httpx
 
-from ..clock import Clock
-from .kept import KeptAnswers
-from .road import REVALIDATED, STORED, Stats, call_of, kept_response, meta_of
+from .road import REVALIDATED, STORED, KeptLayer, call_of, kept_response, meta_of
 
 CONDITIONS = ("If-None-Match", "If-Modified-Since")
 
 
-class Revalidate(httpx.BaseTransport):
-    def __init__(self, inner: httpx.BaseTransport, kept: KeptAnswers, clock: Clock, stats: Stats) -> None:
-        self.inner = inner
-        self.kept = kept
-        self.clock = clock
-        self.stats = stats
-
+class Revalidate(KeptLayer):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         if request.method != "GET":
             return self.inner.handle_request(request)

@@ -31,6 +31,20 @@ REVALIDATED = "hishel_revalidated"  # response: GitHub said 304 for it
 STORED = "hishel_stored"  # response: this answer was kept
 
 
+@dataclass(eq=False)
+class KeptLayer(httpx.BaseTransport):
+    """A layer that reads the kept answers: the next layer down, the kept answers, the clock, the counters.
+
+    Single flight, failure memory and revalidation each take these four, in
+    this order; said once here so each layer's file holds only its step.
+    """
+
+    inner: httpx.BaseTransport
+    kept: KeptAnswers
+    clock: Clock
+    stats: Stats
+
+
 @dataclass(frozen=True)
 class Call:
     """One call's options: its kept-answer address, whether to wait out a pause, and until when."""

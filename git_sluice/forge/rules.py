@@ -2,7 +2,7 @@
 
 Pure: no I/O, no clock reads (``now`` is passed in), never raises on what
 GitHub sends back. Everything here decides whether *every* process on the host
-stops calling, so it is strict about what counts as a throttle (design §6):
+stops calling, so it is strict about what counts as a throttle (docs/design.md#the-throttle-rules):
 
 - a 403 or 429 carrying ``x-ratelimit-remaining: 0``, a ``retry-after`` header,
   or a message saying a rate limit was exceeded (primary or secondary);

@@ -14,6 +14,9 @@ from pathlib import Path
 from ..statefile import JsonDocument
 
 LOCAL_MOVEMENT_REASONS = frozenset({"push", "opened", "moved"})
+SLACK = 2.0
+"""A tick woken a little before the interval's end still asks: else the list is asked every other tick
+(measured at defaults: every 120 s, not 60, as the driver's sleep starts before its round records the asking)."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ def due(last: LastAsked | None, *, now: float, interval: float, rev: str | None,
         # a clock that went back (or a record from the future): do not trust it to hold us off
         return Due(True, "last asking is in the future; asking again")
     next_at = last.asked_at + interval
-    if now >= next_at:
+    if now >= next_at - SLACK:
         return Due(True, "discovery interval passed")
     return Due(False, "asked within the discovery interval", next_at)
 

@@ -44,6 +44,7 @@ from graphql.language import (
     VariableNode,
 )
 
+from ..jsonshape import field_list, field_map
 from .request import Request
 
 MAX_PAGE = 100
@@ -423,7 +424,7 @@ def reading_from_node(node: Mapping[str, Any]) -> Request:
 def _error_text(error: Any) -> str:
     if not isinstance(error, Mapping):
         return str(error)
-    extensions = error.get("extensions") if isinstance(error.get("extensions"), Mapping) else {}
+    extensions = field_map(error, "extensions")
     kind = error.get("type") or extensions.get("code")
     message = str(error.get("message") or "error")
     return f"{kind}: {message}" if kind else message
@@ -453,7 +454,7 @@ def parse_response(
         result.cost = int(cost) if isinstance(cost, int) else 0
     repository = data.get("repository") if data is not None else None
 
-    errors = payload.get("errors") if isinstance(payload.get("errors"), list) else []
+    errors = field_list(payload, "errors")
     by_alias: dict[str, list[str]] = {}
     by_index: dict[int, list[str]] = {}
     for error in errors:
@@ -547,7 +548,7 @@ def _parse_connection(
             result.others[number] = reading
 
     unseen = wanted - set(result.readings) - set(result.skipped)
-    info = connection.get("pageInfo") if isinstance(connection.get("pageInfo"), Mapping) else {}
+    info = field_map(connection, "pageInfo")
     cursor = info.get("endCursor")
     if unseen and info.get("hasNextPage") and cursor and variables is not None and cursor != variables.get("cursor"):
         result.next_variables = {**variables, "cursor": cursor}

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..jsonshape import field_list, field_map
 from .queue import Entry
 from .request import Request
 
@@ -42,10 +43,10 @@ def list_item(raw: Mapping[str, Any]) -> Request | None:
     number = raw.get("number")
     if not isinstance(number, int) or isinstance(number, bool):
         return None
-    user = raw.get("user") if isinstance(raw.get("user"), Mapping) else {}
-    head = raw.get("head") if isinstance(raw.get("head"), Mapping) else {}
-    base = raw.get("base") if isinstance(raw.get("base"), Mapping) else {}
-    labels = raw.get("labels") if isinstance(raw.get("labels"), list) else []
+    user = field_map(raw, "user")
+    head = field_map(raw, "head")
+    base = field_map(raw, "base")
+    labels = field_list(raw, "labels")
     return Request(
         number=number,
         title=str(raw.get("title") or ""),

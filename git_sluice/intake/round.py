@@ -1,10 +1,12 @@
 """One round: take one branch's open pull requests in, asking only what could have moved.
 
-The order is the product's rule (design §3 "round", §7):
+The order is the product's rule (docs/design.md#one-round):
 
 1. the lease as last fetched — another host's live mark means no call at all,
    and this host's entries for the branch are withdrawn, naming the holder;
-2. the discovery clock — within the interval, with nothing moved locally, no call;
+2. the host watch's answers, when fresh (:mod:`.hostwatch`): they stand for
+   steps 3 and 4, for the whole host at once; else the discovery clock —
+   within the interval, with nothing moved locally, no call;
 3. the conditional list of open requests (every page; a 304 costs nothing);
 4. cheap conditional GETs of the checks of requests still waiting on them
    (another system's check moves no ``updated_at``);
@@ -19,6 +21,7 @@ nine that wait find the discovery clock already wound.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,7 +31,8 @@ from ..forge.client import Forge
 from ..remote.lease import LeaseView
 from ..statefile import file_lock, held
 from . import graphql as gq
-from .discovery import DiscoveryLog, due
+from .discovery import LOCAL_MOVEMENT_REASONS, DiscoveryLog, due
+from .hostwatch import BaseView, HostWatch
 from .report import RoundReport, RoundsLog
 from .queue import Entry, QueueStore, checks_expected, entry_from_reading
 from .readings import needs_recheck, plan_readings
@@ -36,6 +40,9 @@ from .readings import needs_recheck, plan_readings
 log = logging.getLogger("git_sluice")
 
 LeaseReader = Callable[[str], LeaseView | None]
+
+OWN_LIST_REASONS = frozenset({"push", "opened"})
+"""Local movement the host watch's last tick cannot have seen: the round asks its own list at once."""
 
 ROUND_LOCK_TIMEOUT = 600.0
 """A round (not a document) is held for its whole run, GitHub's answers included, so it waits longer."""
@@ -59,6 +66,7 @@ class Intake:
         clock: Clock,
         lease_reader: LeaseReader,
         branch_rev: Callable[[str], str | None],
+        watch: HostWatch | None = None,
     ) -> None:
         self.sluice_dir = Path(sluice_dir)
         self.owner, self.name = repository.split("/", 1)
@@ -72,6 +80,8 @@ class Intake:
         self.queue = QueueStore(self.sluice_dir)
         self.discovery_log = DiscoveryLog(self.sluice_dir)
         self.rounds = RoundsLog(self.sluice_dir)
+        self.watch = watch
+        """The host watch (None: this clone asks for itself, the old way)."""
 
     # -- the round ---------------------------------------------------------
     def round(self, branch: str, *, reason: str = "discovery", wait: bool = False, deadline: float | None = None) -> RoundReport:
@@ -86,6 +96,9 @@ class Intake:
         with held(lock, busy=f"the round lock of {branch}"):
             now = self.clock.time()
             rev = self.branch_rev(branch)
+            watched = self._watched(branch, reason)
+            if watched is not None:
+                return self._watched_round(branch, watched, holder, rev, started, wait=wait, deadline=deadline)
             decision = due(self.discovery_log.last(branch), now=now, interval=self.discovery, rev=rev, reason=reason)
             if not decision.ask:
                 report = RoundReport(
@@ -99,7 +112,10 @@ class Intake:
             base_moved = last is not None and last.rev is not None and rev is not None and last.rev != rev
             try:
                 self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline)
-                self.discovery_log.record(branch, asked_at=now, rev=rev)
+                # Local movement asks at once but does not wind the discovery clock: a hook's round
+                # between ticks must not push the driver's next tick back (issue 12).
+                wound = last.asked_at if reason in LOCAL_MOVEMENT_REASONS and last is not None else now
+                self.discovery_log.record(branch, asked_at=wound, rev=rev)
                 report.next_discovery = now + self.discovery
             except AllowanceSpent as exc:
                 report.outcome, report.why, report.paused_until = "paused", str(exc), exc.until
@@ -112,6 +128,52 @@ class Intake:
                 report.finished_at = self.clock.time()
                 self.rounds.record(report)
             return report
+
+    def _watched(self, branch: str, reason: str) -> BaseView | None:
+        """The host watch's fresh answer for this base; None: ask for ourselves (no watch, or a push or an
+        opening from this host, which the watch's last tick cannot have seen). The base itself moving
+        needs no new list, only the re-reading of its requests' mergeability: the watch's list serves."""
+        if self.watch is None or reason in OWN_LIST_REASONS:
+            return None
+        return self.watch.view(branch)
+
+    def _watched_round(
+        self, branch: str, watched: BaseView, holder: str | None, rev: str | None, started: float, *,
+        wait: bool, deadline: float | None,
+    ) -> RoundReport:
+        """A round on the host watch's answers: no list, no probe; only the readings of what moved."""
+        assert self.watch is not None
+        now = self.clock.time()
+        epoch, seen = self.watch.cursor.get(branch)
+        last = self.discovery_log.last(branch)
+        base_moved = last is not None and last.rev is not None and rev is not None and last.rev != rev
+        if epoch == watched.epoch and seen >= watched.tick and not base_moved:
+            return RoundReport(
+                branch, "within-interval",
+                f"the host watch found nothing new since its tick {watched.tick}; "
+                f"next tick at {rfc3339(watched.next_at)}",
+                holder=holder, started_at=started, finished_at=now, next_discovery=watched.next_at,
+            )
+        before = _snapshot(self.forge)
+        report = RoundReport(branch, "taken-in", f"the host watch's tick {watched.tick}", holder=holder,
+                             started_at=started)
+        try:
+            self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline,
+                          watched=watched, since=(epoch, seen))
+            self.discovery_log.record(branch, asked_at=now, rev=rev)
+            self.watch.cursor.set(branch, watched.epoch, watched.tick)
+            report.next_discovery = watched.next_at
+        except AllowanceSpent as exc:
+            report.outcome, report.why, report.paused_until = "paused", str(exc), exc.until
+            raise
+        except Exception as exc:
+            report.outcome, report.why = "failed", str(exc) or type(exc).__name__
+            raise
+        finally:
+            _account(report, before, self.forge)
+            report.finished_at = self.clock.time()
+            self.rounds.record(report)
+        return report
 
     def _defer(self, branch: str, lease: LeaseView, now: float) -> RoundReport:
         holder = lease.holder or "an unknown holder (a mark that is not a lease record)"
@@ -129,16 +191,26 @@ class Intake:
 
     def _take_in(
         self, branch: str, report: RoundReport, holder: str | None, *, base_moved: bool, wait: bool,
-        deadline: float | None,
+        deadline: float | None, watched: BaseView | None = None, since: tuple[str | None, int] = (None, -1),
     ) -> None:
-        items = self._list(branch, wait=wait, deadline=deadline)
-        report.open = len(items)
         doc = self.queue.load(branch)
+        items: list[Any]
+        if watched is not None:
+            items = _with_labels(watched, doc.entries)
+        else:
+            items = self._list(branch, wait=wait, deadline=deadline)
+        report.open = len(items)
         plan = plan_readings(items, doc.entries, discovery=True, now=self.clock.time(), base_moved=base_moved)
-        checked = [
-            number for number in plan.to_check
-            if self.checks_moved(doc.entries[number].head_sha, wait=wait, deadline=deadline)
-        ]
+        if watched is not None:
+            checked = [
+                number for number in plan.to_check
+                if watched.checks_moved(doc.entries[number].head_sha, epoch=since[0], since=since[1])
+            ]
+        else:
+            checked = [
+                number for number in plan.to_check
+                if self.checks_moved(doc.entries[number].head_sha, wait=wait, deadline=deadline)
+            ]
         to_read = set(plan.query_numbers(checked))
         result = gq.ParseResult()
         if to_read:
@@ -173,7 +245,8 @@ class Intake:
         # A request read just now that still waits on checks gets its checks' baseline now, so
         # the next discovery asks them conditionally (free while they stand still) instead of
         # paying a 200 that would only say "no baseline yet".
-        for number in sorted(to_read & set(entries)):
+        # (Under the host watch the watch takes that baseline, for every clone at once.)
+        for number in sorted(to_read & set(entries)) if watched is None else ():
             entry = entries[number]
             if needs_recheck(entry) and not self._has_baseline(entry.head_sha):
                 self.checks_moved(entry.head_sha, wait=wait, deadline=deadline)
@@ -185,6 +258,11 @@ class Intake:
         doc.withdrawn_by = None
         doc.read_at = now
         self.queue.save(doc)
+        if self.watch is not None:
+            try:
+                self.watch.record(branch, entries)
+            except Exception as exc:  # the watch is an optimisation: its registry failing costs it, not the round
+                log.warning("could not tell the host watch what this clone waits on: %s", exc)
 
     def _list(self, branch: str, *, wait: bool, deadline: float | None) -> list[dict[str, Any]]:
         """Every page of the open requests on ``branch``, each page conditional."""
@@ -228,6 +306,20 @@ def _snapshot(forge: Forge) -> tuple[int, int, int, int]:
 def _account(report: RoundReport, before: tuple[int, int, int, int], forge: Forge) -> None:
     after = _snapshot(forge)
     report.requests, report.counted, report.not_modified, report.points = (a - b for a, b in zip(after, before))
+
+
+def _with_labels(watched: BaseView, entries: dict[int, Entry]) -> list[Any]:
+    """The watch's list, each request whose labels the watch could not see keeping its queued labels.
+
+    (GraphQL's list carries none; a label change moves ``updated_at``, so the request is read anyway.)
+    """
+    items = []
+    for item in watched.items:
+        previous = entries.get(item.number)
+        if not watched.labels_known.get(item.number, False) and previous is not None:
+            item = replace(item, labels=previous.labels)
+        items.append(item)
+    return items
 
 
 def _visible(entry: Entry) -> tuple[Any, ...]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import NotARepository
 from ..gitcli import run
+from ..paths import sluice_dir_in
 from .lease import lease_ref
 
 _OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
@@ -80,10 +81,7 @@ class FetchedLeases:
 
     @property
     def sluice_dir(self) -> Path:
-        path = self.common_dir / "sluice"
-        if not path.is_dir():
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return path
+        return sluice_dir_in(self.common_dir)
 
     def ref(self, name: str) -> str | None:
         mark = self._marks.get(name)

@@ -1,12 +1,12 @@
 """Every network operation on the git remote, through the user's own git CLI.
 
-Why the CLI and not libgit2 (design §5): only git's ``push --force-with-lease``
+Why the CLI and not libgit2 (docs/design.md#pitfalls-it-is-built-around): only git's ``push --force-with-lease``
 gives a compare-and-swap that the *receiving* side checks under its ref lock,
 and only the CLI honours the user's credential helpers and ssh config.
 
 Outcomes are read from ``--porcelain`` per ref, never from the exit status
 alone: an "up to date" push exits 0 even when the expectation was "absent"
-(design §11), and a push that loses a race must be told apart from a remote
+(docs/protocols.md#talking-to-the-remote-remotegitpy), and a push that loses a race must be told apart from a remote
 that cannot be reached, because the first means "read again" and the second
 means "assume nothing".
 """

@@ -1,4 +1,4 @@
-"""The lease record and the pure take / renew / take-over decisions (design §5).
+"""The lease record and the pure take / renew / take-over decisions (docs/design.md#the-lease).
 
 Nothing here does I/O: the keeper (:mod:`.leases`) reads the remote's mark and
 this host's own observations, asks :func:`decide`, and pushes what it says.

@@ -3,7 +3,7 @@
 Decisions come from :func:`.lease.decide`; this module only gathers what it
 needs (the local mirror of the remote's refs, this host's observations) and
 carries out what it says, with one compare-and-swap push per call however
-many branches are held (design §5: one connection per renewal, not one per
+many branches are held (docs/design.md#the-lease: one connection per renewal, not one per
 branch). A lost race is answered by fetching and reading again, never by
 pushing again in the same call.
 """

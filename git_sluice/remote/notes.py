@@ -1,4 +1,4 @@
-"""Pause notes: a spent allowance stops every host that shares the pool (design §6).
+"""Pause notes: a spent allowance stops every host that shares the pool (docs/design.md#the-pause).
 
 Host first, then the fleet: the forge writes the pause into the host store,
 then publishes it here as ``refs/sluice/pause/<pool-id>/<resource>``. Other

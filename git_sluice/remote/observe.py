@@ -1,11 +1,11 @@
 """First-seen times of lease objects that outlive the processes that saw them.
 
 A take-over waits until a mark has stood unchanged for a whole lease *by this
-host's own observation* (design §5). Hook runs and steps live for seconds, so
+host's own observation* (docs/protocols.md#time-only-this-hosts-own-clock). Hook runs and steps live for seconds, so
 the observation is kept in ``.git/sluice/observed.json`` (shared by every
 process and worktree of the clone), with the boot id beside each monotonic
 reading: monotonic clocks restart at boot, so a reading from another boot
-means nothing and the observation starts again (design §11). Every doubt —
+means nothing and the observation starts again (docs/design.md#pitfalls-it-is-built-around). Every doubt —
 unreadable file, other boot, another kind of clock (tests mix fake and
 system clocks in one clone), a clock behind the reading — restarts an
 observation, which can only delay a take-over, never hasten it.

@@ -1,4 +1,4 @@
-"""Fixtures for the double's own tests (the plugin's, imported: a nested conftest may not use pytest_plugins)."""
+"""Fixtures for the double's own tests (``fake_clock`` and ``github`` come from the double's pytest plugin)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import httpx
 import pytest
 
 from git_sluice.double.graphql_api import github_schema
-from git_sluice.double.pytest_plugin import fake_clock, github  # noqa: F401 - fixtures
 from git_sluice.double.testing import ServedDouble
 
 # Generous: the machine is shared and a loaded CI box is slow; a hang fault's
@@ -33,7 +32,7 @@ def http() -> Iterator[httpx.Client]:
 
 
 @pytest.fixture
-def alice(github: ServedDouble) -> Iterator[httpx.Client]:  # noqa: F811 - the imported fixture
+def alice(github: ServedDouble) -> Iterator[httpx.Client]:
     """An HTTP client speaking as alice (token "tok-alice")."""
     with httpx.Client(
         base_url=github.url, headers={"Authorization": "token tok-alice"}, timeout=TIMEOUT, verify=_TLS

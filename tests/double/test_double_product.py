@@ -32,6 +32,7 @@ def session(tmp_path: Path, github: ServedDouble, monkeypatch: pytest.MonkeyPatc
         yield s
 
 
+@pytest.mark.slow
 def test_a_confirmed_list_pages_on_with_the_kept_link(session: Session, github: ServedDouble) -> None:
     gh = github.gh
     for i in range(101):  # two pages of 100

@@ -52,6 +52,7 @@ def standalone(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str], Fil
                 stream.close()
 
 
+@pytest.mark.slow
 def test_the_process_prints_its_url_first_and_serves_the_scenario(
     standalone: tuple[str, subprocess.Popen[str], FileClock], http: httpx.Client,
 ) -> None:

@@ -247,6 +247,7 @@ def _cli(clone: Path, *args: str, env: dict[str, str] | None = None, timeout: fl
     )
 
 
+@pytest.mark.slow
 def test_eight_processes_asking_one_address_at_once_make_one_call(clone: Path, github: ServedDouble) -> None:
     gh = github.gh
     with open_session(clone, clock=github.clock, need_branches=False) as session:
@@ -261,6 +262,7 @@ def test_eight_processes_asking_one_address_at_once_make_one_call(clone: Path, g
     assert gh.requests(since=mark, path="pulls") == 1
 
 
+@pytest.mark.slow
 def test_after_a_throttle_other_processes_make_no_call_and_exit_3(clone: Path, github: ServedDouble) -> None:
     gh = github.gh
     with open_session(clone, clock=github.clock, need_branches=False) as session:
@@ -388,6 +390,7 @@ def test_the_python_api_goes_through_the_same_road(clone: Path, github: ServedDo
     assert doc["schema"] == 1 and doc["entries"] == []
 
 
+@pytest.mark.slow
 def test_git_sluice_api_cli_conditional_and_graphql(clone: Path, github: ServedDouble) -> None:
     gh = github.gh
     with open_session(clone, clock=github.clock, need_branches=False) as session:

@@ -317,6 +317,7 @@ def test_odd_statuses(status: int) -> None:
         max_leaves=10,
     ).map(lambda d: json.dumps(d).encode())),
 )
+@pytest.mark.slow
 def test_classify_never_raises(status: int, headers: dict[str, str], payload: bytes | None) -> None:
     v = classify(status, headers, payload, method="GET", path="/x", now=NOW)
     assert v.kind in ("ok", "spent_ok", "throttle", "permission", "failure", "other")

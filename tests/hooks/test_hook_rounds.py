@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.hooks.conftest import World
 
 
@@ -108,6 +110,7 @@ def test_our_own_git_commands_ask_nothing(world: World) -> None:
     assert world.runners() == (0, 0)
 
 
+@pytest.mark.slow
 def test_twenty_fetches_in_a_row_run_one_round_at_a_time_and_lose_none(world: World) -> None:
     # twenty commits made beforehand in the other clone; the remote then moves one at a time
     world.run(

@@ -82,6 +82,7 @@ def _normal(world: World, proc: subprocess.CompletedProcess[str]) -> tuple[int, 
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_push_and_fetch_behave_as_without_hooks(make_world, scenario: str) -> None:  # type: ignore[no-untyped-def]
     hooked: World = make_world()
@@ -215,6 +216,7 @@ def test_a_rounds_fetch_never_takes_a_ref_lock_the_persons_fetch_holds(world: Wo
         lock.unlink()
 
 
+@pytest.mark.slow
 def test_concurrent_fetches_with_the_hooks_never_fail(world: World) -> None:
     """Issue #14 point 8, scaled: waves of concurrent plain fetches (of a branch that stands
     still, as without git-sluice none of them fails) while another host's lease moves on the

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pytest_git import GitRepo
 
 from git_sluice import config as config_mod
 from git_sluice.config import (
@@ -32,17 +33,10 @@ def git(cwd: Path, *args: str) -> str:
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A clone-like repository: remote origin on GitHub, origin/main known locally (no network)."""
-    path = tmp_path / "work"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "commit", "-q", "--allow-empty", "-m", "root")
-    head = git(path, "rev-parse", "HEAD")
-    git(path, "remote", "add", "origin", "https://github.com/octo/widgets.git")
-    git(path, "update-ref", "refs/remotes/origin/main", head)
-    git(path, "update-ref", "refs/remotes/origin/release/2.x", head)
-    return path
+def repo(github_clone: Path) -> Path:
+    """A clone-like repository (no network) that also knows origin/release/2.x."""
+    git(github_clone, "update-ref", "refs/remotes/origin/release/2.x", "HEAD")
+    return github_clone
 
 
 def cfg(repo: Path, key: str, value: str, *extra: str) -> None:
@@ -488,11 +482,10 @@ def test_test_floor_env_garbage_is_refused(repo: Path, monkeypatch: pytest.Monke
 
 
 @pytest.fixture
-def bare_remote(tmp_path: Path) -> Path:
-    """A bare remote whose default branch is 'trunk', with 'trunk' and 'feature/x'."""
-    seed = tmp_path / "seed"
-    seed.mkdir()
-    git(seed, "init", "-q", "-b", "trunk")
+def bare_remote(tmp_path: Path, git_repo: GitRepo) -> Path:
+    """A bare remote whose default branch is 'trunk', with 'trunk' and 'feature/x' (seeded in pytest-git's repository)."""
+    seed = Path(git_repo.workspace)
+    git(seed, "symbolic-ref", "HEAD", "refs/heads/trunk")
     git(seed, "commit", "-q", "--allow-empty", "-m", "root")
     git(seed, "branch", "feature/x")
     bare = tmp_path / "remote.git"

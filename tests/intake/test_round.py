@@ -205,6 +205,7 @@ def one_round_read(session: Session) -> list[int]:
     return RoundsLog(session.repo.sluice_dir).load()["main"]["read"]
 
 
+@pytest.mark.slow
 def test_ten_processes_starting_intake_at_once_make_one_list_call_and_one_query(
     clone: Path, github: ServedDouble, session: Session
 ) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from pytest_git import GitRepo
 
 from git_sluice.clock import FakeClock
 from git_sluice.remote.git import RemoteGit
@@ -98,17 +99,16 @@ class Host:
 
 
 @pytest.fixture
-def bare_remote(tmp_path: Path) -> Path:
-    """A bare repository with one commit on main, pushed from a seed clone."""
+def bare_remote(tmp_path: Path, git_repo: GitRepo) -> Path:
+    """A bare repository with one commit on main, pushed from pytest-git's throw-away repository."""
     bare = tmp_path / "remote.git"
     git("init", "-q", "--bare", "-b", "main", str(bare))
     git("config", "core.logAllRefUpdates", "always", cwd=bare)
-    seed = tmp_path / "seed"
-    git("init", "-q", "-b", "main", str(seed))
+    seed = Path(git_repo.workspace)
     (seed / "README").write_text("seed\n")
     git("add", "README", cwd=seed)
     git("commit", "-q", "-m", "initial", cwd=seed)
-    git("push", "-q", bare.as_uri(), "main:refs/heads/main", cwd=seed)
+    git("push", "-q", bare.as_uri(), "HEAD:refs/heads/main", cwd=seed)
     return bare
 
 

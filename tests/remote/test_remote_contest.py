@@ -20,6 +20,8 @@ import random
 import threading
 from collections.abc import Sequence
 
+import pytest
+
 from git_sluice.clock import FakeClock
 from git_sluice.remote.git import CasUpdate, RefOutcome, RemoteGit
 from git_sluice.remote.lease import LeaseRecord
@@ -54,6 +56,7 @@ class RecordingRemote(RemoteGit):
         return outcomes
 
 
+@pytest.mark.slow
 def test_contested_rounds_never_two_holders(make_host, bare_remote, fake_clock, skewed, reflog) -> None:
     rng = random.Random(20240611)
     truth = fake_clock

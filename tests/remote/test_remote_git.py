@@ -134,7 +134,7 @@ def test_cas_push_create_update_delete_and_mirror(make_host, url_for, bare_remot
 
 
 def test_up_to_date_with_expected_absent_is_reported_as_lost(make_host, url_for, fake_clock) -> None:
-    """The §11 pitfall: git exits 0 with "[up to date]" although the ref was not absent."""
+    """The pitfall (docs/design.md#pitfalls-it-is-built-around): git exits 0 with "[up to date]" although the ref was not absent."""
     a = make_host("a", url_for)
     b = make_host("b", url_for)
     ref = "refs/sluice/intake/main"
@@ -207,14 +207,14 @@ def test_fetch_brings_and_prunes_sluice_refs(make_host, url_for, fake_clock) -> 
     assert b.repo.ref(ref) is None  # a lease deleted on the remote disappears here
 
 
-def test_fetch_takes_extra_refspecs(make_host, url_for, fake_clock, tmp_path) -> None:
+def test_fetch_takes_extra_refspecs(make_host, url_for, fake_clock, tmp_path, git_repo) -> None:
     a = make_host("a", url_for)
-    seed = tmp_path / "seed"
+    seed = Path(git_repo.workspace)  # what bare_remote was seeded from
     (seed / "more").write_text("x\n")
     subprocess.run(["git", "add", "more"], cwd=seed, check=True)
     subprocess.run(["git", "commit", "-q", "-m", "more"], cwd=seed, check=True)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=seed, capture_output=True, text=True).stdout.strip()
-    subprocess.run(["git", "push", "-q", (tmp_path / "remote.git").as_uri(), "main"], cwd=seed, check=True)
+    subprocess.run(["git", "push", "-q", (tmp_path / "remote.git").as_uri(), "HEAD:refs/heads/main"], cwd=seed, check=True)
     a.remote_git(fake_clock).fetch("+refs/heads/main:refs/remotes/origin/main")
     assert a.repo.ref("refs/remotes/origin/main") == head
 
@@ -284,7 +284,7 @@ def test_records_are_parentless_empty_tree_commits(make_host, fake_clock) -> Non
 
 
 def test_our_git_runs_without_hooks_and_with_the_guard(make_host, fake_clock, tmp_path) -> None:
-    """Our own fetch/push must not re-enter the user's hooks (design §11, recursion)."""
+    """Our own fetch/push must not re-enter the user's hooks (docs/design.md#pitfalls-it-is-built-around, recursion)."""
     host = make_host("a")
     hooks = host.path / ".git" / "hooks"
     marker = tmp_path / "hook-ran"

@@ -234,8 +234,8 @@ def test_a_step_never_writes(make_host, bare_remote, fake_clock) -> None:
     assert view.takes_in and not view.live and not step.remote.pushes
 
 
-def test_garbage_is_reported_and_taken_over_after_one_lease(make_host, bare_remote, fake_clock, tmp_path) -> None:
-    seed = tmp_path / "seed"
+def test_garbage_is_reported_and_taken_over_after_one_lease(make_host, bare_remote, fake_clock, git_repo) -> None:
+    seed = git_repo.workspace  # what bare_remote was seeded from
     subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "someone else's commit"], cwd=seed, check=True)
     subprocess.run(["git", "push", "-q", bare_remote.as_uri(), f"HEAD:{REF}"], cwd=seed, check=True)
     host = make_host("h")

@@ -224,8 +224,8 @@ def test_close_leaves_a_newer_pause(make_host, bare_remote, fake_clock) -> None:
     assert message is not None and "Until: 1800000900" in message
 
 
-def test_garbage_at_a_pause_ref_is_skipped_and_can_be_claimed(make_host, bare_remote, fake_clock, tmp_path) -> None:
-    seed = tmp_path / "seed"
+def test_garbage_at_a_pause_ref_is_skipped_and_can_be_claimed(make_host, bare_remote, fake_clock, git_repo) -> None:
+    seed = git_repo.workspace  # what bare_remote was seeded from
     ref = pause_ref(POOL, "core")
     subprocess.run(["git", "push", "-q", bare_remote.as_uri(), f"HEAD:{ref}"], cwd=seed, check=True)
     na = make_host("a").notes(fake_clock)

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pytest_git import GitRepo
 
 from git_sluice.gitcli import GitFailed
 from git_sluice.repo import NotARepository, Repo, ReftableUnsupported, boot_id
@@ -17,9 +18,9 @@ def git(*args: str, cwd: Path) -> str:
 
 
 @pytest.fixture
-def clone(tmp_path: Path) -> Path:
-    path = tmp_path / "clone"
-    git("init", "-q", "-b", "main", str(path), cwd=tmp_path)
+def clone(git_repo: GitRepo) -> Path:
+    path = Path(git_repo.workspace)
+    git("symbolic-ref", "HEAD", "refs/heads/main", cwd=path)
     (path / "f").write_text("x\n")
     git("add", "f", cwd=path)
     git("commit", "-q", "-m", "one", cwd=path)

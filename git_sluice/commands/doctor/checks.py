@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ...config import KNOWN_KEYS
 from ...durations import format_duration
 from ...errors import AllowanceSpent, ConfigError, local_time
 from ...gitcli import parse_version
+
+if TYPE_CHECKING:  # the checks are pure: facts in, verdicts out; nothing of the road is loaded
+    from ...forge.hoststore import BudgetRow, PauseView
+    from ...remote.lease import LeaseView
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -371,7 +375,7 @@ def remote_checks(remote: str, fetch_error: str | None, trial: ScratchTrial | No
     return checks
 
 
-def lease_check(view: Any) -> Check:
+def lease_check(view: LeaseView) -> Check:
     """One branch's lease (a :class:`~git_sluice.remote.lease.LeaseView`) as this host sees it."""
     name = f"lease {view.branch}"
     age = format_duration(view.age) if view.age is not None else "an unknown time"
@@ -400,7 +404,7 @@ def lease_check(view: Any) -> Check:
     return Check(name, "warn", found, advice)
 
 
-def pause_checks(pauses: Sequence[Any], now: float, pool: str | None = None) -> list[Check]:
+def pause_checks(pauses: Sequence[PauseView], now: float, pool: str | None = None) -> list[Check]:
     """Every pause on this host (:class:`~git_sluice.forge.hoststore.PauseView`); none is one ok line."""
     if not pauses:
         return [Check("pause", "ok", "no pool is paused on this host")]
@@ -437,7 +441,7 @@ def pause_checks(pauses: Sequence[Any], now: float, pool: str | None = None) -> 
     return checks
 
 
-def ledger_budget(rows: Iterable[Any], pool: str | None) -> list[BudgetLine]:
+def ledger_budget(rows: Iterable[BudgetRow], pool: str | None) -> list[BudgetLine]:
     """The host ledger's rows (:class:`~git_sluice.forge.hoststore.BudgetRow`), this repository's pool first."""
     lines = [
         BudgetLine(
@@ -506,6 +510,26 @@ def budget_check(line: BudgetLine, now: float) -> Check:
     if current and line.limit and line.used is not None and line.used >= BUDGET_WARN_SHARE * line.limit:
         return Check(name, "warn", text, "the allowance is nearly spent: look for what else spends it")
     return Check(name, "ok", text)
+
+
+def pace_checks(lines: Sequence[BudgetLine], now: float) -> list[Check]:
+    """The host watch's pace: a pool whose spend, projected to its reset, passes 80 % of the allowance.
+
+    From the ledger's rate headers only (what the host already read); the
+    watch stretches its tick up to 4× for it, and says so here before any
+    refusal could.
+    """
+    from ...intake.pace import paces
+
+    checks = []
+    for pace in paces((line for line in lines if line.source == "ledger" and line.this_repository is not False), now):
+        if pace.stretched:
+            checks.append(Check(
+                f"pace {pace.pool} {pace.resource}", "warn", pace.describe(),
+                "the host is spending its allowance faster than it lasts: look for what else spends it "
+                "(doctor's budget lines), or lengthen sluice.discovery",
+            ))
+    return checks
 
 
 def project(

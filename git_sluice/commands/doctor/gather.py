@@ -3,7 +3,7 @@
 What doctor spends, and why it may: one conditional GET of the repository
 (a 304 when nothing changed, so usually free), one ``GET /rate_limit`` only
 when this host's ledger knows nothing of the pool yet (GitHub does not count
-it; its figures are advisory, design §6), one fetch of ``refs/sluice/*`` and
+it; its figures are advisory: docs/design.md#the-throttle-rules), one fetch of ``refs/sluice/*`` and
 two compare-and-swap pushes of a scratch ref on the remote (create, delete),
 because "the remote accepts refs/sluice/*" is only known by trying.
 
@@ -21,12 +21,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ... import gitcli
 from ...clock import Clock, default_clock
 from ...config import DEFAULT_API, Settings, load_settings
 from ...errors import AllowanceSpent, ConfigError, SluiceError
+if TYPE_CHECKING:  # at run time each is imported where it is used: doctor starts light
+    import httpx
+
+    from ...forge.hoststore import BudgetRow, HostStore
+    from ...remote.git import RemoteGit
+    from ...repo import Repo
+    from ..session import Session
+
 from .checks import (
     SCRATCH_PREFIX,
     BudgetLine,
@@ -36,6 +44,7 @@ from .checks import (
     ScratchTrial,
     access_check,
     budget_check,
+    pace_checks,
     config_checks,
     config_error_check,
     git_version_check,
@@ -54,7 +63,7 @@ from .checks import (
 log = logging.getLogger("git_sluice")
 
 
-def gather_hooks(repo: Any) -> list[HookState]:
+def gather_hooks(repo: Repo) -> list[HookState]:
     """What ``setup`` left (read-only: the setup module's own helpers and manifest)."""
     from .. import setup
 
@@ -102,7 +111,7 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def scratch_trial(remote: Any, repo: Any, host: str, clock: Clock) -> ScratchTrial:
+def scratch_trial(remote: RemoteGit, repo: Repo, host: str, clock: Clock) -> ScratchTrial:
     """Create, then delete, ``refs/sluice/doctor/<host>`` by compare-and-swap, as leases are written."""
     from ...remote.git import CasUpdate
 
@@ -139,8 +148,8 @@ def diagnose(
     path: str | Path = ".",
     *,
     clock: Clock | None = None,
-    transport: Any = None,
-    store: Any = None,
+    transport: httpx.BaseTransport | None = None,
+    store: HostStore | None = None,
 ) -> Diagnosis:
     """Gather every fact and build every check; no exception escapes for a broken setup."""
     from ...forge.hoststore import HostStore
@@ -197,17 +206,17 @@ class _Gathered:
     """What one section learned that a later one needs."""
 
     pool: str | None = None
-    ledger_before: list[Any] = field(default_factory=list)
+    ledger_before: list[BudgetRow] = field(default_factory=list)
 
 
 def _diagnose_with(
     diagnosis: Diagnosis,
-    repo: Any,
+    repo: Repo,
     settings: Settings | None,
     need_branches: bool,
     clock: Clock,
-    transport: Any,
-    store: Any,
+    transport: httpx.BaseTransport | None,
+    store: HostStore | None,
     secrets: list[str],
 ) -> None:
     from ...remote.git import RemoteGit
@@ -259,7 +268,7 @@ def _diagnose_with(
     diagnosis.checks.extend(token_part + hooks_part + refspec_part + remote_part + lease_part + state_part)
 
 
-def _remote_part(remote: Any, repo: Any, settings: Settings, clock: Clock) -> list[Check]:
+def _remote_part(remote: RemoteGit, repo: Repo, settings: Settings, clock: Clock) -> list[Check]:
     """Reachable (a fetch of refs/sluice/*), then accepting (a scratch ref created and deleted)."""
     try:
         remote.fetch()
@@ -272,7 +281,7 @@ def _remote_part(remote: Any, repo: Any, settings: Settings, clock: Clock) -> li
     return remote_checks(settings.remote, None, trial)
 
 
-def _token_without_settings(repo: Any, secrets: list[str]) -> list[Check]:
+def _token_without_settings(repo: Repo, secrets: list[str]) -> list[Check]:
     """The configuration is refused: still say whether (and where) a token is found."""
     from ...forge.auth import find_token
 
@@ -300,7 +309,7 @@ def _no_session(exc: SluiceError, settings: Settings) -> list[Check]:
 
 
 def _token_and_access(
-    session: Any, settings: Settings, store: Any, gathered: _Gathered, secrets: list[str]
+    session: Session, settings: Settings, store: HostStore | None, gathered: _Gathered, secrets: list[str]
 ) -> list[Check]:
     """Where the token came from, and one (conditional) GET of the repository with it."""
     from ...forge.auth import AppAuthError
@@ -335,7 +344,7 @@ def _token_and_access(
     return [token, access]
 
 
-def _lease_part(repo: Any, remote: Any, settings: Settings, clock: Clock) -> list[Check]:
+def _lease_part(repo: Repo, remote: RemoteGit, settings: Settings, clock: Clock) -> list[Check]:
     from ...remote.leases import LeaseKeeper
 
     keeper = LeaseKeeper.configured(repo, settings, role="step", clock=clock, remote=remote)
@@ -344,10 +353,10 @@ def _lease_part(repo: Any, remote: Any, settings: Settings, clock: Clock) -> lis
 
 def _budget_part(
     diagnosis: Diagnosis,
-    repo: Any,
+    repo: Repo,
     settings: Settings | None,
-    session: Any,
-    store: Any,
+    session: Session | None,
+    store: HostStore,
     gathered: _Gathered,
     clock: Clock,
 ) -> list[Check]:
@@ -363,7 +372,7 @@ def _budget_part(
         if advisory:
             lines = advisory + [line for line in lines if line.this_repository is False]
     diagnosis.budget = lines
-    checks = [budget_check(line, clock.time()) for line in lines]
+    checks = [budget_check(line, clock.time()) for line in lines] + pace_checks(lines, clock.time())
     if not lines:
         checks = [Check("budget", "ok", "nothing seen yet: no call made on this host")]
     if settings is not None:
@@ -373,7 +382,7 @@ def _budget_part(
     return checks
 
 
-def _rate_limit_lines(session: Any, pool: str, clock: Clock) -> list[BudgetLine]:
+def _rate_limit_lines(session: Session, pool: str, clock: Clock) -> list[BudgetLine]:
     """ONE ``GET /rate_limit`` (GitHub does not count it) when the ledger knows nothing of the pool."""
     try:
         answer = session.forge.get("rate_limit")
@@ -389,5 +398,5 @@ def _rate_limit_lines(session: Any, pool: str, clock: Clock) -> list[BudgetLine]
     return rate_limit_budget(body, pool, clock.time())
 
 
-def root_of(repo: Any) -> Path:
+def root_of(repo: Repo) -> Path:
     return Path(repo.workdir or repo.git_dir)

@@ -1,0 +1,540 @@
+"""The host watch: one tick per host over everything its clones take in, shared with every round.
+
+Who runs it: every driver (``git sluice drive``) offers to before its rounds;
+the first to reach a due tick takes ``watch/<group>/tick.lock`` and ticks for
+the whole host, the others find the tick done (or wait a little for it) and
+read its answers. A round — a driver's, a hook's, a wait's — reads its base's
+part of the last tick's answers for free, and asks GitHub only for the
+readings of what moved (:mod:`.round`).
+
+What a tick asks (decisions in :mod:`.watch`): each repository on REST while
+its lists answer 304; the repositories whose lists churn without a request
+moving, together in ONE GraphQL query; each waiting head's checks by
+conditional REST (the combined status only where the repository uses
+statuses; failed-and-still-failed heads less and less often).
+
+When the process running it dies mid-tick: the file lock goes with it, the
+answers of the tick before stand whole (they are written once, atomically, at
+the end), the tick is still due, and whoever comes next redoes it — the
+watch's own kept answers make the redo's lists 304s. A watch that does not
+tick (stopped, paused, its files unreadable) leaves answers that go stale; a
+round that finds no fresh answer runs its own round the old way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..clock import Clock
+from ..errors import Interrupted, SluiceError
+from ..statefile import file_lock, try_acquire
+from . import pace as pacing
+from . import watch as w
+from .queue import Entry
+from .readings import list_item, needs_recheck
+from .request import Request
+from .watchstore import Answers, Cursor, HeadInterest, Registry, RepoInterest, item_json, item_of
+
+log = logging.getLogger("git_sluice")
+
+WAIT_FOR_TICK = 20.0
+"""A driver that finds another process ticking waits this long for its answers, then goes its own way."""
+MAX_GRAPHQL_PAGES = 10
+STALE_GRACE = 15.0
+"""Answers whose next tick is overdue by more than this are not trusted: the watch is not ticking
+(stopped, paused, stuck), and every round asks for itself, the old way, until it ticks again."""
+
+
+@dataclass
+class BaseView:
+    """One base's part of the last tick (what a round reads instead of asking the list)."""
+
+    epoch: str
+    tick: int
+    ticked_at: float
+    next_at: float
+    items: list[Request]
+    labels_known: dict[int, bool]
+    changed_tick: int
+    heads: dict[str, int] = field(default_factory=dict)
+    """head sha -> the tick its checks were last seen to move."""
+
+    def checks_moved(self, sha: str, *, epoch: str | None, since: int) -> bool:
+        """Did this head's checks move after tick ``since`` of answers ``epoch``? (Unknown heads: no.)"""
+        changed = self.heads.get(sha)
+        if changed is None:
+            return False
+        return epoch != self.epoch or changed > since
+
+
+@dataclass
+class TickReport:
+    tick: int
+    rest_lists: int = 0
+    graphql_queries: int = 0
+    heads_asked: int = 0
+    modes: dict[str, str] = field(default_factory=dict)
+    stretch: float = 1.0
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+class HostWatch:
+    """The host watch as one clone sees it: its view of the answers, its registration, and the tick."""
+
+    def __init__(
+        self,
+        *,
+        watch_dir: Path,
+        group: str,
+        clone: str,
+        repository: str,
+        host: str,
+        discovery: float,
+        clock: Clock,
+        sluice_dir: Path,
+        forge: Any = None,
+        budget: Callable[[], Iterable[Any]] | None = None,
+        pool: str | None = None,
+    ) -> None:
+        self.watch_dir = Path(watch_dir)
+        self.group = group
+        self.group_dir = self.watch_dir / group
+        self.clone = clone
+        self.repository = repository
+        self.host = host
+        self.discovery = discovery
+        self.clock = clock
+        self.forge = forge
+        self.budget = budget
+        self.pool = pool
+        self.registry = Registry(self.watch_dir)
+        self.answers = Answers(self.group_dir)
+        self.cursor = Cursor(sluice_dir)
+
+    # ------------------------------------------------------------ the clone's side
+    def register(self, bases: Iterable[str]) -> None:
+        """What this clone takes in now (a driver's branches whose lease it may take in): exactly these bases."""
+        self.registry.note(
+            self.clone, repository=self.repository, group=self.group, discovery=self.discovery,
+            now=self.clock.time(), bases=bases, exact=True,
+        )
+
+    def record(self, base: str, entries: Mapping[int, Entry]) -> None:
+        """After a round: the heads this clone waits on, on ``base``, for the next tick to watch."""
+        heads = [
+            {"number": e.number, "sha": e.head_sha, "updated_at": e.updated_at, "checks_state": e.checks_state}
+            for e in sorted(entries.values(), key=lambda e: e.number) if needs_recheck(e) and e.head_sha
+        ]
+        self.registry.note(
+            self.clone, repository=self.repository, group=self.group, discovery=self.discovery,
+            now=self.clock.time(), heads={base: heads},
+        )
+
+    def view(self, base: str) -> BaseView | None:
+        """This base's part of the last tick; None when absent, stale, unreadable or not asked in it."""
+        try:
+            doc = self.answers.read()
+            return _view_of(doc, self.repository, base, self.clock.time())
+        except Exception as exc:  # the watch is an optimisation: never a reason for a round to fail
+            log.warning("host watch answers unreadable (%s): this round asks for itself", exc)
+            return None
+
+    def next_at(self) -> float | None:
+        value = self.answers.read().get("next_at")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    # ------------------------------------------------------------ the host's side
+    def tick(self, *, wait: float = WAIT_FOR_TICK) -> TickReport | None:
+        """Tick for the host when due; None when not due, or another process ticks (waited for, briefly)."""
+        if self.forge is None:
+            return None
+        if not w.due(self.next_at(), self.clock.time()) and not self._joining(self.answers.read()):
+            return None
+        lock = file_lock(self.group_dir / "tick.lock")
+        if not try_acquire(lock):
+            self._wait_for_other(wait)
+            return None
+        try:
+            doc = self.answers.read()
+            now = self.clock.time()
+            if w.due(doc.get("next_at") if isinstance(doc.get("next_at"), (int, float)) else None, now):
+                return self._tick(doc, now)
+            joining = self._joining(doc)
+            if joining:
+                return self._join(doc, joining, now)
+            return None  # someone ticked while we took the lock
+        finally:
+            lock.release()
+
+    def _joining(self, doc: Mapping[str, Any]) -> dict[str, tuple[set[str], list[HeadInterest]]]:
+        """What was registered since the last tick: bases not asked in it, REST heads it never saw.
+
+        Asked at once, completing that tick: a clone joining mid-interval asks
+        no list itself, and a head a round just queued as waiting gets its
+        checks' baseline now, so the next tick's probe is a free 304.
+        """
+        tick = doc.get("tick")
+        if not isinstance(tick, int):
+            return {}
+        interests, _ = self.registry.interests(self.group, self.clock.time())
+        repos = doc.get("repos") if isinstance(doc.get("repos"), dict) else {}
+        heads = doc.get("heads") if isinstance(doc.get("heads"), dict) else {}
+        out: dict[str, tuple[set[str], list[HeadInterest]]] = {}
+        for repository, interest in interests.items():
+            record = repos.get(repository) if isinstance(repos.get(repository), dict) else {}
+            bases = record.get("bases") if isinstance(record.get("bases"), dict) else {}
+            new_bases = {
+                b for b in interest.bases
+                if not isinstance(bases.get(b), dict) or bases[b].get("asked_tick") != tick
+            }
+            new_heads = [] if record.get("mode") == "graphql" else [
+                h for h in interest.heads.values()
+                if h.base in interest.bases and f"{repository} {h.sha}" not in heads
+            ]
+            if new_bases or new_heads:
+                out[repository] = (new_bases, sorted(new_heads, key=lambda h: (h.base, h.number)))
+        return out
+
+    def _join(
+        self, doc: dict[str, Any], joining: Mapping[str, tuple[set[str], list[HeadInterest]]], now: float
+    ) -> TickReport:
+        """The last tick, completed for what joined since (baseline lists by REST, new heads' checks)."""
+        tick = int(doc["tick"])
+        report = TickReport(tick)
+        repos = dict(doc.get("repos") or {})
+        heads = dict(doc.get("heads") or {})
+        interval = float(doc["interval"]) if isinstance(doc.get("interval"), (int, float)) else self.discovery
+        for repository, (bases, new_heads) in sorted(joining.items()):
+            old = repos.get(repository) if isinstance(repos.get(repository), dict) else {}
+            record = dict(old)
+            record["bases"] = dict(old.get("bases") or {}) if isinstance(old.get("bases"), dict) else {}
+            record.setdefault("mode", "rest")
+            try:
+                for base in sorted(bases):
+                    items, _fresh = self._list(repository, base)
+                    report.rest_lists += 1
+                    part = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+                    _store_base(record, base, items, {i.number: True for i in items}, part, tick)
+                for head in new_heads:
+                    rec = self._probe_head(repository, head, w.HeadRecord(), record, tick, now, interval)
+                    heads[f"{repository} {head.sha}"] = _head_json(rec)
+                    report.heads_asked += 1
+            except Interrupted:
+                raise
+            except (SluiceError, ValueError) as exc:
+                report.errors[repository] = str(exc)
+                continue
+            repos[repository] = record
+        self.answers.write({**doc, "repos": repos, "heads": heads})
+        return report
+
+    def _wait_for_other(self, wait: float) -> None:
+        before = self.answers.read().get("tick")
+        end = self.clock.monotonic() + wait
+        while self.clock.monotonic() < end:
+            self.clock.sleep(0.25)
+            if self.answers.read().get("tick") != before:
+                return
+        log.info("the host watch is busy in another process; rounds ask for themselves this tick")
+
+    def _tick(self, doc: dict[str, Any], now: float) -> TickReport:
+        interests, interval = self.registry.interests(self.group, now)
+        interval = interval or self.discovery
+        epoch = doc.get("epoch") if isinstance(doc.get("epoch"), str) else Answers.new_epoch()
+        tick = int(doc["tick"]) + 1 if isinstance(doc.get("tick"), int) and epoch == doc.get("epoch") else 1
+        repos_doc = doc.get("repos") if isinstance(doc.get("repos"), dict) else {}
+        heads_doc = doc.get("heads") if isinstance(doc.get("heads"), dict) else {}
+        report = TickReport(tick)
+        new_repos: dict[str, Any] = {}
+        new_heads: dict[str, Any] = {}
+        graphql_repos: list[str] = []
+        for repository in sorted(interests):
+            old = repos_doc.get(repository) if isinstance(repos_doc.get(repository), dict) else {}
+            mode = _mode_of(old)
+            record = dict(old)
+            record["bases"] = dict(old.get("bases") or {}) if isinstance(old.get("bases"), dict) else {}
+            new_repos[repository] = record
+            if mode.mode == "graphql":
+                graphql_repos.append(repository)
+                continue
+            try:
+                self._rest_repo(repository, interests[repository], record, mode, heads_doc, new_heads, tick, now,
+                                interval, report)
+            except Interrupted:
+                raise
+            except (SluiceError, ValueError) as exc:
+                report.errors[repository] = str(exc)
+                log.info("host watch: %s: %s", repository, exc)
+        if graphql_repos:
+            try:
+                self._graphql_repos(graphql_repos, interests, new_repos, heads_doc, new_heads, tick, now,
+                                    interval, report)
+            except Interrupted:
+                raise
+            except (SluiceError, ValueError) as exc:
+                for repository in graphql_repos:
+                    report.errors[repository] = str(exc)
+                log.info("host watch: the GraphQL query failed: %s", exc)
+        found = pacing.worst(p for p in pacing.paces(list(self.budget() if self.budget else ()), now, pool=self.pool)
+                             if p.resource in ("core", "graphql"))
+        stretch = found.stretch if found is not None else 1.0
+        length = interval * stretch
+        report.stretch = stretch
+        report.modes = {r: str(new_repos[r].get("mode", "rest")) for r in new_repos}
+        self.answers.write({
+            "epoch": epoch, "tick": tick, "ticked_at": now, "interval": interval, "stretch": stretch,
+            "next_at": w.next_tick_at(now, length, w.phase_of(self.host, length)),
+            "pace": None if found is None else found.describe(),
+            "repos": new_repos, "heads": new_heads,
+        })
+        return report
+
+    # -- REST ---------------------------------------------------------------
+    def _rest_repo(
+        self, repository: str, interest: RepoInterest, record: dict[str, Any], mode: w.RepoMode,
+        heads_doc: Mapping[str, Any], new_heads: dict[str, Any], tick: int, now: float, interval: float,
+        report: TickReport,
+    ) -> None:
+        answered_200 = moved = False
+        listed: dict[int, str] = {}
+        for base in sorted(interest.bases):
+            items, fresh = self._list(repository, base)
+            listed.update((i.number, i.updated_at) for i in items)
+            report.rest_lists += 1
+            answered_200 = answered_200 or fresh
+            old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+            changed = _store_base(record, base, items, {i.number: True for i in items}, old, tick)
+            moved = moved or changed
+        for head in sorted(interest.heads.values(), key=lambda h: (h.base, h.number)):
+            if head.base not in interest.bases:
+                continue
+            key = f"{repository} {head.sha}"
+            rec = _head_of(heads_doc.get(key))
+            # the list just read says whether its request moved: a moved request's head is asked at once
+            head = replace(head, updated_at=listed.get(head.number, head.updated_at))
+            if not w.head_due(rec, now=now, updated_at=head.updated_at):
+                new_heads[key] = _head_json(rec)
+                continue
+            try:
+                new_heads[key] = _head_json(self._probe_head(repository, head, rec, record, tick, now, interval))
+                report.heads_asked += 1
+            except Interrupted:
+                raise
+            except (SluiceError, ValueError) as exc:
+                new_heads[key] = _head_json(rec)
+                log.info("host watch: %s %s: %s", repository, head.sha[:12], exc)
+        after = w.after_rest(mode, answered_200=answered_200, moved=moved)
+        record.update({"mode": after.mode, "still": after.still, "fingerprint": None, "rebasing": after.rebasing})
+
+    def _list(self, repository: str, base: str) -> tuple[list[Request], bool]:
+        owner, name = repository.split("/", 1)
+        url: str | None = self.forge.url_for(
+            f"repos/{owner}/{name}/pulls", {"state": "open", "base": base, "per_page": 100}
+        )
+        items: list[Request] = []
+        fresh = False
+        pages = 0
+        while url is not None and pages < 100:
+            answer = self.forge.get(url).raise_for_status()
+            fresh = fresh or not answer.from_kept
+            page = answer.json()
+            if not isinstance(page, list):
+                raise ValueError(f"GitHub's list of pull requests is not a list ({url})")
+            items.extend(i for i in (list_item(raw) for raw in page if isinstance(raw, dict)) if i is not None)
+            url = answer.next_url()
+            pages += 1
+        return items, fresh
+
+    def _probe_head(
+        self, repository: str, head: HeadInterest, rec: w.HeadRecord, record: dict[str, Any], tick: int,
+        now: float, interval: float,
+    ) -> w.HeadRecord:
+        path = f"repos/{repository}/commits/{head.sha}"
+        runs = self.forge.get(f"{path}/check-runs").raise_for_status()
+        status_json = None
+        learned = record.get("statuses_at")
+        learn = not isinstance(learned, (int, float)) or now - learned > 3600 or learned > now + 60
+        if record.get("uses_statuses") is not False or learn:
+            status = self.forge.get(f"{path}/status").raise_for_status()
+            status_json = status.json()
+            if learn or record.get("uses_statuses") is None:
+                record["uses_statuses"] = w.uses_statuses(status_json)
+                record["statuses_at"] = now
+        state = w.rest_rollup(runs.json(), status_json)
+        if rec.seen:
+            moved = (not runs.from_kept) or state != rec.state
+        else:
+            moved = w.first_look_moved(head.checks_state, state)
+        return w.after_head(rec, state=state, moved=moved, tick=tick, now=now, interval=interval,
+                            updated_at=head.updated_at)
+
+    # -- GraphQL ------------------------------------------------------------
+    def _graphql_repos(
+        self, repositories: list[str], interests: Mapping[str, RepoInterest], new_repos: dict[str, Any],
+        heads_doc: Mapping[str, Any], new_heads: dict[str, Any], tick: int, now: float, interval: float,
+        report: TickReport,
+    ) -> None:
+        targets = [w.Target(r, b) for r in repositories for b in sorted(interests[r].bases)]
+        gathered: dict[tuple[str, str], w.TargetAnswer] = {}
+        pending = targets
+        pages = 0
+        while pending and pages < MAX_GRAPHQL_PAGES:
+            text, variables = w.build_watch_query(pending)
+            payload = self.forge.graphql(text, variables)
+            report.graphql_queries += 1
+            pages += 1
+            following = []
+            for target, part in zip(pending, w.parse_watch_answer(payload, pending)):
+                acc = gathered.setdefault((target.repository, target.base), w.TargetAnswer())
+                if part.error is not None:
+                    acc.error = part.error
+                    continue
+                acc.fingerprint = acc.fingerprint or part.fingerprint
+                acc.items.extend(part.items)
+                acc.rollups.update(part.rollups)
+                if part.next_cursor is not None:
+                    following.append(w.Target(target.repository, target.base, part.next_cursor))
+            pending = following
+        for target in pending:
+            gathered[(target.repository, target.base)].error = "more pages than the watch follows"
+        for repository in repositories:
+            record = new_repos[repository]
+            mode = _mode_of(record)
+            answers = [gathered.get((repository, b)) for b in sorted(interests[repository].bases)]
+            if any(a is None or a.error is not None for a in answers):
+                report.errors[repository] = next((a.error for a in answers if a is not None and a.error), "no answer")
+                record.update({"mode": "rest", "still": 0, "fingerprint": None, "rebasing": False})
+                for key, value in heads_doc.items():
+                    if key.startswith(repository + " ") and isinstance(value, dict):
+                        new_heads[key] = value
+                continue
+            rollups: dict[str, str | None] = {}
+            for base, answer in zip(sorted(interests[repository].bases), answers):
+                assert answer is not None
+                old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+                items, known = _keep_labels(answer.items, old)
+                _store_base(record, base, items, known, old, tick)
+                rollups.update(answer.rollups)
+            after = w.after_graphql(mode, answers[0].fingerprint if answers else None)
+            record.update({
+                "mode": after.mode, "still": after.still, "rebasing": after.rebasing,
+                "fingerprint": list(after.fingerprint) if after.fingerprint is not None else None,
+            })
+            for head in interests[repository].heads.values():
+                key = f"{repository} {head.sha}"
+                rec = _head_of(heads_doc.get(key))
+                if head.sha not in rollups:
+                    new_heads[key] = _head_json(rec)
+                    continue
+                state = rollups[head.sha]
+                moved = state != rec.state if rec.seen else w.first_look_moved(head.checks_state, state)
+                new_heads[key] = _head_json(w.after_head(
+                    rec, state=state, moved=moved, tick=tick, now=now, interval=interval, updated_at=head.updated_at
+                ))
+                report.heads_asked += 1
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def _mode_of(record: Mapping[str, Any]) -> w.RepoMode:
+    mode = record.get("mode") if record.get("mode") in ("rest", "graphql") else "rest"
+    still = record.get("still") if isinstance(record.get("still"), int) else 0
+    fingerprint = record.get("fingerprint")
+    return w.RepoMode(
+        mode=str(mode), still=max(0, min(still, w.QUIET_TICKS)),
+        fingerprint=tuple(fingerprint) if isinstance(fingerprint, list) else None,
+        rebasing=record.get("rebasing") is True,
+    )
+
+
+def _store_base(
+    record: dict[str, Any], base: str, items: list[Request], labels_known: Mapping[int, bool],
+    old: Mapping[str, Any] | None, tick: int,
+) -> bool:
+    """Write a base's new list into the repository's record; True when a request moved (or it is new)."""
+    previous = [p[0] for p in (item_of(raw) for raw in (old or {}).get("items") or []) if p is not None]
+    changed = old is None or w.snapshot(previous) != w.snapshot(items)
+    old_changed = (old or {}).get("changed_tick")
+    record["bases"][base] = {
+        "items": [item_json(i, labels_known=labels_known.get(i.number, False)) for i in items],
+        "asked_tick": tick,
+        "changed_tick": tick if changed or not isinstance(old_changed, int) else old_changed,
+    }
+    return changed
+
+
+def _keep_labels(items: list[Request], old: Mapping[str, Any] | None) -> tuple[list[Request], dict[int, bool]]:
+    """GraphQL's list carries no labels (a nested connection costs 100 a base): an unmoved request keeps its own."""
+    before = {p[0].number: p for p in (item_of(raw) for raw in (old or {}).get("items") or []) if p is not None}
+    out, known = [], {}
+    for item in items:
+        prev = before.get(item.number)
+        if prev is not None and prev[1] and prev[0].updated_at == item.updated_at:
+            out.append(replace(item, labels=prev[0].labels))
+            known[item.number] = True
+        else:
+            out.append(item)
+            known[item.number] = False
+    return out, known
+
+
+def _head_of(raw: Any) -> w.HeadRecord:
+    if not isinstance(raw, dict):
+        return w.HeadRecord()
+    def num(key: str, default: float = 0.0) -> float:
+        value = raw.get(key)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+    state = raw.get("state")
+    return w.HeadRecord(
+        state=state if isinstance(state, str) else None, seen=raw.get("seen") is True,
+        changed_tick=int(num("changed_tick")), streak=max(0, min(int(num("streak")), 20)),
+        next_at=num("next_at"), updated_at=str(raw.get("updated_at") or ""),
+    )
+
+
+def _head_json(rec: w.HeadRecord) -> dict[str, Any]:
+    return {
+        "state": rec.state, "seen": rec.seen, "changed_tick": rec.changed_tick, "streak": rec.streak,
+        "next_at": rec.next_at, "updated_at": rec.updated_at,
+    }
+
+
+def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> BaseView | None:
+    epoch, tick, ticked_at = doc.get("epoch"), doc.get("tick"), doc.get("ticked_at")
+    if not isinstance(epoch, str) or not isinstance(tick, int) or not isinstance(ticked_at, (int, float)):
+        return None
+    interval = doc.get("interval") if isinstance(doc.get("interval"), (int, float)) else 60.0
+    stretch = doc.get("stretch") if isinstance(doc.get("stretch"), (int, float)) else 1.0
+    length = max(10.0, min(float(interval) * max(1.0, min(float(stretch), pacing.MAX_STRETCH)), 4 * 3600.0))
+    next_at = doc.get("next_at")
+    due_at = float(next_at) if isinstance(next_at, (int, float)) else float(ticked_at) + length
+    due_at = min(due_at, float(ticked_at) + length + w.SLACK)  # a next tick further off than that is garbage
+    if ticked_at > now + 60 or now > due_at + STALE_GRACE:
+        return None
+    repos = doc.get("repos")
+    record = repos.get(repository) if isinstance(repos, dict) else None
+    bases = record.get("bases") if isinstance(record, dict) else None
+    part = bases.get(base) if isinstance(bases, dict) else None
+    if not isinstance(part, dict) or part.get("asked_tick") != tick:
+        return None
+    items, known = [], {}
+    for raw in part.get("items") or []:
+        found = item_of(raw)
+        if found is not None:
+            items.append(found[0])
+            known[found[0].number] = found[1]
+    heads = {}
+    for key, value in (doc.get("heads") or {}).items() if isinstance(doc.get("heads"), dict) else ():
+        if isinstance(key, str) and key.startswith(repository + " ") and isinstance(value, dict):
+            changed = value.get("changed_tick")
+            heads[key.split(" ", 1)[1]] = int(changed) if isinstance(changed, int) else 0
+    return BaseView(
+        epoch=epoch, tick=tick, ticked_at=float(ticked_at), next_at=due_at,
+        items=items, labels_known=known,
+        changed_tick=int(part["changed_tick"]) if isinstance(part.get("changed_tick"), int) else tick, heads=heads,
+    )

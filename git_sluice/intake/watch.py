@@ -1,0 +1,317 @@
+"""The host watch's decisions (pure: no I/O, ``now`` passed in).
+
+Discovery is a host's job (docs/design.md#the-host-watch): one watch per host per tick over every
+repository, branch and waiting head any clone on the host takes in. What it
+decides, each a plain function here, tested without I/O:
+
+- **when it ticks** (:func:`phase_of`, :func:`next_tick_at`): on the host's
+  clock — slots of the discovery interval shifted by a stable per-host jitter,
+  so hosts started together do not fetch in the same second, and a round run
+  between ticks (a hook's) never pushes the next tick back;
+- **how it asks a repository** (:class:`RepoMode`, :func:`after_rest`,
+  :func:`after_graphql`): by conditional REST while the lists answer 304; a
+  repository whose list answered 200 though no request moved (GitHub embeds
+  the repository's counters in every list item, so a star or a push to any
+  branch changes every page) moves to the one GraphQL query of the tick, and
+  comes back to REST once its activity fingerprint stood still for
+  :data:`QUIET_TICKS` ticks;
+- **when a waiting head is asked** (:class:`HeadRecord`, :func:`head_due`,
+  :func:`after_head`): every tick, except heads whose checks failed and stay
+  failed, asked less and less often (doubling up to 15 min), and again at
+  once when their request moves;
+- **the GraphQL query** (:func:`build_watch_query`, :func:`parse_watch_answer`):
+  every churning repository's open requests on each watched base (number,
+  head oid, ``updatedAt``, draft, the head's ``statusCheckRollup { state }``)
+  and the repository's activity fingerprint, one connection per base, so 13
+  repositories cost 1 point.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .request import Request
+
+QUIET_TICKS = 5
+"""GraphQL ticks a churning repository's fingerprint must stand still before REST is tried again."""
+FAILED_BACKOFF_MAX = 900.0
+"""A head whose checks failed and stay failed is asked at least this often (15 min)."""
+FAILED_STATES = frozenset({"FAILURE", "ERROR"})
+SLACK = 2.0
+"""Seconds early a tick may start: a sleeper woken a little early must not skip its slot."""
+
+
+# ------------------------------------------------------------------ the clock
+
+
+def phase_of(host: str, interval: float) -> float:
+    """A stable offset in [0, interval) from the host's name: its ticks' phase on the clock."""
+    if interval <= 0:
+        return 0.0
+    digest = hashlib.sha256(f"git-sluice watch {host}".encode()).digest()
+    return (int.from_bytes(digest[:8], "big") / 2**64) * interval
+
+
+def next_tick_at(now: float, interval: float, phase: float) -> float:
+    """The first slot boundary strictly after ``now`` (slots of ``interval`` shifted by ``phase``)."""
+    if interval <= 0:
+        return now
+    k = math.floor((now - phase) / interval) + 1
+    return phase + k * interval
+
+
+def due(next_at: float | None, now: float) -> bool:
+    """Whether the watch ticks now (never ticked yet, or its slot has come, give or take the slack)."""
+    return next_at is None or now >= next_at - SLACK or next_at - now > 24 * 3600
+
+
+# -------------------------------------------------------- a repository's mode
+
+
+@dataclass(frozen=True)
+class RepoMode:
+    """How the watch asks one repository (kept in the watch's answers between ticks)."""
+
+    mode: str = "rest"  # rest | graphql
+    still: int = 0
+    """GraphQL ticks in a row its fingerprint stood still."""
+    fingerprint: tuple[Any, ...] | None = None
+    rebasing: bool = False
+    """Back on REST after GraphQL: the next list 200 only renews the kept ETag, it is not churn."""
+
+
+def after_rest(mode: RepoMode, *, answered_200: bool, moved: bool) -> RepoMode:
+    """A REST tick's lesson: a 200 with nothing moved is churn (go to GraphQL), a 304 keeps REST.
+
+    ``moved``: some request on a watched base moved (or the repository is new
+    to the watch, which only takes its baseline).
+    """
+    if not answered_200:
+        return replace(mode, mode="rest", rebasing=False)
+    if mode.rebasing or moved:
+        return replace(mode, mode="rest", rebasing=False)
+    return RepoMode(mode="graphql", still=0, fingerprint=None)
+
+
+def after_graphql(mode: RepoMode, fingerprint: tuple[Any, ...] | None) -> RepoMode:
+    """A GraphQL tick's lesson: after :data:`QUIET_TICKS` still fingerprints, try REST again."""
+    if fingerprint is None:
+        return replace(mode, mode="graphql", still=0, fingerprint=None)
+    still = mode.still + 1 if mode.fingerprint == fingerprint else 0
+    if still >= QUIET_TICKS:
+        return RepoMode(mode="rest", still=0, fingerprint=None, rebasing=True)
+    return RepoMode(mode="graphql", still=still, fingerprint=fingerprint)
+
+
+# ------------------------------------------------------------- waiting heads
+
+
+@dataclass(frozen=True)
+class HeadRecord:
+    """What the watch knows of one waiting head."""
+
+    state: str | None = None
+    """The checks' state as the watch last saw it (None: not asked yet, or no checks)."""
+    seen: bool = False
+    changed_tick: int = 0
+    streak: int = 0
+    """Probes in a row that found its failed checks still failed."""
+    next_at: float = 0.0
+    updated_at: str = ""
+    """Its request's ``updated_at`` when last asked: a move asks again at once."""
+
+
+def head_due(record: HeadRecord, *, now: float, updated_at: str) -> bool:
+    """Asked this tick? Always, unless failed-and-still-failed and its back-off runs, with the request unmoved."""
+    if updated_at and record.updated_at and updated_at != record.updated_at:
+        return True
+    return now >= record.next_at - SLACK
+
+
+def after_head(
+    record: HeadRecord, *, state: str | None, moved: bool, tick: int, now: float, interval: float, updated_at: str
+) -> HeadRecord:
+    """The head's record after it was asked: ``moved`` (its checks changed) or not.
+
+    A failed head that stays failed waits ``interval × 2^streak`` (at most
+    :data:`FAILED_BACKOFF_MAX`) before it is asked again; anything else is
+    asked at every tick.
+    """
+    request_moved = bool(updated_at and record.updated_at and updated_at != record.updated_at)
+    failed = state in FAILED_STATES
+    if failed and not moved and not request_moved and record.seen:
+        streak = record.streak + 1
+        wait = min(FAILED_BACKOFF_MAX, interval * (2**streak))
+        next_at = now + wait
+    else:
+        streak = 0
+        next_at = 0.0
+    return HeadRecord(
+        state=state, seen=True, changed_tick=tick if moved else record.changed_tick, streak=streak,
+        next_at=next_at, updated_at=updated_at or record.updated_at,
+    )
+
+
+def first_look_moved(registered: str | None, observed: str | None) -> bool:
+    """A head the watch sees for the first time moved if its checks differ from the clone's last reading."""
+    return (registered or None) != (observed or None)
+
+
+def rest_rollup(check_runs: Any, status: Any) -> str | None:
+    """A coarse rollup state from the REST check runs (and the combined status, when asked)."""
+    states: list[str] = []
+    runs = check_runs.get("check_runs") if isinstance(check_runs, Mapping) else None
+    for run in runs if isinstance(runs, list) else []:
+        if not isinstance(run, Mapping):
+            continue
+        if run.get("status") not in (None, "completed"):
+            states.append("PENDING")
+        elif str(run.get("conclusion") or "").upper() in {
+            "FAILURE", "TIMED_OUT", "CANCELLED", "ACTION_REQUIRED", "STARTUP_FAILURE", "STALE",
+        }:
+            states.append("FAILURE")
+        else:
+            states.append("SUCCESS")
+    if isinstance(status, Mapping) and (status.get("total_count") or status.get("statuses")):
+        combined = str(status.get("state") or "").upper()
+        states.append({"FAILURE": "FAILURE", "ERROR": "ERROR", "PENDING": "PENDING"}.get(combined, "SUCCESS"))
+    for verdict in ("ERROR", "FAILURE", "PENDING"):
+        if verdict in states:
+            return verdict
+    return "SUCCESS" if states else None
+
+
+def uses_statuses(status: Any) -> bool:
+    """Whether a combined status answer shows the repository uses commit statuses at all."""
+    return isinstance(status, Mapping) and bool(status.get("total_count") or status.get("statuses"))
+
+
+# ------------------------------------------------------------ what moved
+
+
+def snapshot(items: Iterable[Request]) -> dict[int, tuple[str, str, bool]]:
+    """What the watch compares between two lists: each open request's head, ``updated_at`` and draft."""
+    return {item.number: (item.head_sha, item.updated_at, item.draft) for item in items}
+
+
+# ---------------------------------------------------------- the GraphQL query
+
+WATCH_PAGE = 100
+PR_FIELDS = (
+    "number title headRefName headRefOid baseRefName isDraft updatedAt author { login } "
+    "statusCheckRollup { state }"
+)
+FINGERPRINT = "pushedAt updatedAt stargazerCount forkCount diskUsage openIssues: issues(first: 1, states: OPEN) { totalCount }"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One repository's base the query reads (``cursor``: a later page of a base past 100 requests)."""
+
+    repository: str
+    base: str
+    cursor: str | None = None
+
+
+def build_watch_query(targets: Sequence[Target]) -> tuple[str, dict[str, Any]]:
+    """One document over every target: ``rN: repository(…) { …fingerprint, pullRequests(first: 100, …) }``.
+
+    No connection is nested under the requests (labels, reviews, commits each
+    would cost 100 requests a base): one connection per base, so the whole
+    query costs ``targets / 100`` points, at least 1. ``rateLimit`` is free.
+    """
+    params = []
+    fields = []
+    variables: dict[str, Any] = {}
+    for i, target in enumerate(targets):
+        owner, name = target.repository.split("/", 1)
+        params += [f"$o{i}: String!", f"$n{i}: String!", f"$b{i}: String!", f"$c{i}: String"]
+        variables.update({f"o{i}": owner, f"n{i}": name, f"b{i}": target.base, f"c{i}": target.cursor})
+        fields.append(
+            f"  r{i}: repository(owner: $o{i}, name: $n{i}) {{\n"
+            f"    {FINGERPRINT}\n"
+            f"    pullRequests(first: {WATCH_PAGE}, after: $c{i}, states: OPEN, baseRefName: $b{i},\n"
+            "                 orderBy: {field: CREATED_AT, direction: ASC}) {\n"
+            "      totalCount\n"
+            "      pageInfo { hasNextPage endCursor }\n"
+            f"      nodes {{ {PR_FIELDS} }}\n"
+            "    }\n"
+            "  }"
+        )
+    text = (
+        f"query SluiceWatch({', '.join(params)}) {{\n"
+        "  rateLimit { cost limit remaining used resetAt }\n" + "\n".join(fields) + "\n}\n"
+    )
+    return text, variables
+
+
+@dataclass
+class TargetAnswer:
+    """One target's part of the answer."""
+
+    items: list[Request] = field(default_factory=list)
+    rollups: dict[str, str | None] = field(default_factory=dict)
+    """head oid -> its ``statusCheckRollup.state`` (None: no checks)."""
+    fingerprint: tuple[Any, ...] | None = None
+    next_cursor: str | None = None
+    error: str | None = None
+
+
+def parse_watch_answer(payload: Any, targets: Sequence[Target]) -> list[TargetAnswer]:
+    """Each target's requests, rollups and fingerprint; a target the answer lacks gets ``error`` (never raises)."""
+    data = payload.get("data") if isinstance(payload, Mapping) else None
+    errors = payload.get("errors") if isinstance(payload, Mapping) else None
+    failed: dict[str, str] = {}
+    for error in errors if isinstance(errors, list) else []:
+        if isinstance(error, Mapping) and isinstance(error.get("path"), list) and error["path"]:
+            failed.setdefault(str(error["path"][0]), str(error.get("message") or "error"))
+    out: list[TargetAnswer] = []
+    for i, _target in enumerate(targets):
+        answer = TargetAnswer()
+        node = data.get(f"r{i}") if isinstance(data, Mapping) else None
+        connection = node.get("pullRequests") if isinstance(node, Mapping) else None
+        if not isinstance(connection, Mapping):
+            answer.error = failed.get(f"r{i}") or "not in the answer"
+            out.append(answer)
+            continue
+        issues = node.get("openIssues")
+        answer.fingerprint = (
+            node.get("pushedAt"), node.get("updatedAt"), node.get("stargazerCount"), node.get("forkCount"),
+            node.get("diskUsage"), issues.get("totalCount") if isinstance(issues, Mapping) else None,
+        )
+        for pr in connection.get("nodes") or []:
+            item = _item(pr)
+            if item is None:
+                continue
+            answer.items.append(item)
+            rollup = pr.get("statusCheckRollup")
+            state = rollup.get("state") if isinstance(rollup, Mapping) else None
+            answer.rollups[item.head_sha] = str(state) if state else None
+        info = connection.get("pageInfo")
+        if isinstance(info, Mapping) and info.get("hasNextPage") and isinstance(info.get("endCursor"), str):
+            answer.next_cursor = info["endCursor"]
+        out.append(answer)
+    return out
+
+
+def _item(pr: Any) -> Request | None:
+    if not isinstance(pr, Mapping):
+        return None
+    number = pr.get("number")
+    if not isinstance(number, int) or isinstance(number, bool) or not isinstance(pr.get("headRefOid"), str):
+        return None
+    author = pr.get("author")
+    return Request(
+        number=number,
+        title=str(pr.get("title") or ""),
+        author=author.get("login") if isinstance(author, Mapping) and isinstance(author.get("login"), str) else None,
+        head_ref=str(pr.get("headRefName") or ""),
+        head_sha=str(pr["headRefOid"]),
+        base=str(pr.get("baseRefName") or ""),
+        draft=pr.get("isDraft") is True,
+        updated_at=str(pr.get("updatedAt") or ""),
+    )

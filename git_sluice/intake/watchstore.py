@@ -1,0 +1,221 @@
+"""The host watch's files: who is watched (the registry), what the last tick found (the answers).
+
+They live in the host state dir, beside ``host.sqlite3``, so every clone and
+process of the user on the host shares them (docs/design.md#the-host-watch: discovery is a
+host's job):
+
+- ``watch/registry.json`` — per clone (its sluice dir): the repository, the
+  bases it takes in, its watch group and discovery interval, the heads it
+  waits on (number, sha, ``updated_at``, checks), and when it last said so.
+  Every round writes its clone's part; a clone silent for a day is dropped.
+- ``watch/<group>/answers.json`` — the last tick of that group: its number,
+  when it ran and when the next is due, each repository's mode and each
+  base's open requests as last seen, each waiting head's record. Written
+  atomically once, at the end of a tick: a tick cut short leaves the previous
+  answers whole, and the next comer redoes the tick.
+- ``watch/<group>/kept/`` — the watch's own kept answers (ETags), so whoever
+  runs the tick revalidates what the last one asked.
+- ``watch/<group>/tick.lock`` — one tick at a time (a file lock: a process
+  that dies lets go of it with its last breath).
+
+A group is one (REST endpoint, GraphQL endpoint, pool): ETags and the
+allowance belong to a pool, so only clones reaching GitHub the same way share
+a watch. Every file here is a cache: a corrupt one is discarded (with a
+warning) and rebuilt, and a clone that cannot read them runs its own round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..statefile import JsonDocument
+from .request import Request
+
+REGISTRY_FORGET = 86400.0
+"""A clone that has not said it is there for a day is no longer watched."""
+MAX_HEADS = 2000
+"""Heads per clone branch the registry keeps (a hostile or runaway queue must not bloat the host's files)."""
+
+
+def group_of(api: str, graphql: str, pool: str) -> str:
+    """The watch group of a clone: one per (REST endpoint, GraphQL endpoint, pool)."""
+    return hashlib.sha256(f"{api.rstrip('/')}\n{graphql}\n{pool}".encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class HeadInterest:
+    """A head some clone waits on (from its queue)."""
+
+    repository: str
+    base: str
+    number: int
+    sha: str
+    updated_at: str
+    checks_state: str | None
+
+
+@dataclass
+class RepoInterest:
+    """What the group's clones take in of one repository."""
+
+    bases: set[str] = field(default_factory=set)
+    heads: dict[str, HeadInterest] = field(default_factory=dict)
+
+
+class Registry:
+    """``watch/registry.json``: every clone that takes something in on this host."""
+
+    def __init__(self, watch_dir: Path) -> None:
+        self.doc = JsonDocument(Path(watch_dir) / "registry.json", what="host watch registry")
+
+    def note(
+        self, clone: str, *, repository: str, group: str, discovery: float, now: float,
+        bases: Iterable[str] = (), heads: Mapping[str, list[dict[str, Any]]] | None = None, exact: bool = False,
+    ) -> None:
+        """Say this clone takes ``bases`` of ``repository`` in, and (per base, when given) the heads it waits on.
+
+        ``exact``: ``bases`` is all it takes in (a driver's word after reading its leases), not more of them.
+        """
+        with self.doc.update() as data:
+            entry = self._entry(data, clone)
+            if entry.get("repository") != repository or entry.get("group") != group:
+                entry.clear()  # the clone was reconfigured: what it said before is void
+            old_bases = entry.get("bases") if isinstance(entry.get("bases"), list) else []
+            old_heads = entry.get("heads") if isinstance(entry.get("heads"), dict) else {}
+            entry.update({
+                "repository": repository, "group": group, "discovery": float(discovery), "seen_at": now,
+                "bases": sorted(
+                    (set() if exact else {b for b in old_bases if isinstance(b, str)}) | set(bases) | set(heads or {})
+                ),
+                "heads": {**old_heads, **{b: list(h)[:MAX_HEADS] for b, h in (heads or {}).items()}},
+            })
+            self._forget(data, now)
+
+    @staticmethod
+    def _entry(data: dict[str, Any], clone: str) -> dict[str, Any]:
+        clones = data.get("clones")
+        if not isinstance(clones, dict):
+            clones = data["clones"] = {}
+        entry = clones.get(clone)
+        if not isinstance(entry, dict):
+            entry = clones[clone] = {}
+        return entry
+
+    @staticmethod
+    def _forget(data: dict[str, Any], now: float) -> None:
+        clones = data.get("clones")
+        if isinstance(clones, dict):
+            for key in [k for k, v in clones.items() if not _recent(v, now)]:
+                del clones[key]
+
+    def interests(self, group: str, now: float) -> tuple[dict[str, RepoInterest], float | None]:
+        """The group's repositories (bases, waiting heads) and the shortest discovery interval among its clones."""
+        out: dict[str, RepoInterest] = {}
+        interval: float | None = None
+        clones = self.doc.read().get("clones")
+        for value in (clones.values() if isinstance(clones, dict) else ()):
+            if not isinstance(value, dict) or value.get("group") != group or not _recent(value, now):
+                continue
+            repository = value.get("repository")
+            if not isinstance(repository, str) or repository.count("/") != 1:
+                continue
+            discovery = value.get("discovery")
+            if isinstance(discovery, (int, float)) and discovery >= 10:
+                interval = float(discovery) if interval is None else min(interval, float(discovery))
+            interest = out.setdefault(repository, RepoInterest())
+            interest.bases.update(b for b in value.get("bases") or [] if isinstance(b, str) and b)
+            heads = value.get("heads") if isinstance(value.get("heads"), dict) else {}
+            for base, items in heads.items():
+                for item in items if isinstance(items, list) else []:
+                    head = _head(repository, base, item)
+                    if head is not None:
+                        interest.heads[head.sha] = head
+        return out, interval
+
+
+def _recent(value: Any, now: float) -> bool:
+    seen = value.get("seen_at") if isinstance(value, dict) else None
+    return isinstance(seen, (int, float)) and now - REGISTRY_FORGET <= seen <= now + 3600
+
+
+def _head(repository: str, base: str, item: Any) -> HeadInterest | None:
+    if not isinstance(item, dict):
+        return None
+    number, sha = item.get("number"), item.get("sha")
+    if not isinstance(number, int) or not isinstance(sha, str) or len(sha) < 7:
+        return None
+    state = item.get("checks_state")
+    return HeadInterest(
+        repository, str(base), number, sha, str(item.get("updated_at") or ""), state if isinstance(state, str) else None
+    )
+
+
+class Answers:
+    """``watch/<group>/answers.json``: the last tick's findings (read by every round, written by the tick)."""
+
+    def __init__(self, group_dir: Path) -> None:
+        self.dir = Path(group_dir)
+        self.doc = JsonDocument(self.dir / "answers.json", what="host watch answers")
+
+    def read(self) -> dict[str, Any]:
+        return self.doc.read()
+
+    def write(self, data: dict[str, Any]) -> None:
+        self.doc.write(data)
+
+    @staticmethod
+    def new_epoch() -> str:
+        return os.urandom(8).hex()
+
+
+def item_json(item: Request, *, labels_known: bool) -> dict[str, Any]:
+    return {
+        "number": item.number, "title": item.title, "author": item.author, "head_ref": item.head_ref,
+        "head_sha": item.head_sha, "base": item.base, "draft": item.draft, "updated_at": item.updated_at,
+        "labels": list(item.labels) if labels_known else None,
+    }
+
+
+def item_of(raw: Any) -> tuple[Request, bool] | None:
+    """(the request, whether its labels are known) from :func:`item_json`'s form; None when malformed."""
+    if not isinstance(raw, dict):
+        return None
+    number = raw.get("number")
+    if not isinstance(number, int) or isinstance(number, bool):
+        return None
+    labels = raw.get("labels")
+    known = isinstance(labels, list)
+    return (
+        Request(
+            number=number, title=str(raw.get("title") or ""),
+            author=raw.get("author") if isinstance(raw.get("author"), str) else None,
+            head_ref=str(raw.get("head_ref") or ""), head_sha=str(raw.get("head_sha") or ""),
+            base=str(raw.get("base") or ""), draft=raw.get("draft") is True,
+            updated_at=str(raw.get("updated_at") or ""),
+            labels=tuple(str(x) for x in labels) if known else (),  # type: ignore[union-attr]
+        ),
+        known,
+    )
+
+
+class Cursor:
+    """``<sluice dir>/watched.json``: per base, the watch tick (and answers epoch) this clone last took in."""
+
+    def __init__(self, sluice_dir: Path) -> None:
+        self.doc = JsonDocument(Path(sluice_dir) / "watched.json", what="host watch cursor")
+
+    def get(self, base: str) -> tuple[str | None, int]:
+        value = self.doc.read().get(base)
+        if not isinstance(value, dict) or not isinstance(value.get("tick"), int):
+            return None, -1
+        epoch = value.get("epoch")
+        return (epoch if isinstance(epoch, str) else None), int(value["tick"])
+
+    def set(self, base: str, epoch: str, tick: int) -> None:
+        with self.doc.update() as data:
+            data[base] = {"epoch": epoch, "tick": tick}

@@ -1,0 +1,477 @@
+"""The host watch against the GitHub double and real git: clones of several repositories on one host
+(one state dir), their drivers ticking together; what reached GitHub is read from the double's ledger.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from git_sluice.commands.roles import drive
+from git_sluice.commands.session import Session, open_session
+from git_sluice.commands.step import intake_for, run_rounds
+from git_sluice.commands.watching import tick_watch
+from git_sluice.double.testing import ServedDouble
+from git_sluice.intake.queue import QueueStore
+from git_sluice.paths import host_state_dir
+from tests.gitutil import git, make_clone
+
+TOKEN = "tok-alice"
+REPOS = ("o/r1", "o/r2", "o/r3", "o/r4")
+
+
+def ready_pr(gh, repo: str, head: str) -> int:
+    n = gh.open_pr(repo, head_ref=head)
+    sha = gh.pr(repo, n).head_sha
+    gh.add_check_run(repo, sha, "ci", status="completed", conclusion="success")
+    gh.review(repo, n, "bob", "APPROVED")
+    gh.set_mergeable(repo, n, "MERGEABLE")
+    return n
+
+
+def pending_pr(gh, repo: str, head: str) -> int:
+    n = gh.open_pr(repo, head_ref=head)
+    gh.review(repo, n, "bob", "APPROVED")
+    gh.set_mergeable(repo, n, "MERGEABLE")
+    gh.add_check_run(repo, gh.pr(repo, n).head_sha, "ci", status="in_progress", conclusion=None)
+    return n
+
+
+def failing_pr(gh, repo: str, head: str) -> int:
+    n = gh.open_pr(repo, head_ref=head)
+    gh.review(repo, n, "bob", "APPROVED")
+    gh.set_mergeable(repo, n, "MERGEABLE")
+    gh.add_check_run(repo, gh.pr(repo, n).head_sha, "ci", status="completed", conclusion="failure")
+    return n
+
+
+class Host:
+    """Clones of several repositories on one host: one state dir, one token, a driver each."""
+
+    def __init__(self, tmp_path: Path, github: ServedDouble, repos: tuple[str, ...], light: bool) -> None:
+        self.light = light
+        self.github = github
+        self.gh = github.gh
+        self.sessions: dict[str, Session] = {}
+        for i, repo in enumerate(repos):
+            if repo not in self.gh.world.repos:
+                self.gh.add_repo(repo)
+            clone = make_clone(tmp_path / f"clone{i}", api=github.url, repository=repo)
+            session = open_session(clone, clock=github.clock)
+            assert session.forge.pool
+            self.sessions[repo] = session
+
+    def tick(self, only: tuple[str, ...] | None = None) -> None:
+        """One driver tick of every clone, in turn (the first to come ticks the watch for all).
+
+        A full ``drive`` tick (fetch, lease, watch, rounds) where the driver itself is under
+        test (``light=False``); else only its GitHub part: the watch's tick, then the round.
+        """
+        for repo, session in self.sessions.items():
+            if only is None or repo in only:
+                if self.light:
+                    tick_watch(session, ["main"])
+                    intake_for(session, role="driver")[0].round("main")
+                    tick_watch(session, ["main"])  # as drive does after its rounds
+                else:
+                    drive(session, max_ticks=1, let_go=False)
+
+    def next_tick(self) -> None:
+        self.github.clock.advance(60)
+
+    def entries(self, repo: str) -> dict:
+        return QueueStore(self.sessions[repo].repo.sluice_dir).load("main").entries
+
+    def close(self) -> None:
+        for session in self.sessions.values():
+            session.close()
+
+
+@pytest.fixture
+def host_factory(tmp_path: Path, github: ServedDouble, monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    for repo in REPOS:
+        github.gh.add_repo(repo)
+    made: list[Host] = []
+
+    def make(repos: tuple[str, ...] = REPOS, *, light: bool = True) -> Host:
+        host = Host(tmp_path, github, repos, light)
+        made.append(host)
+        return host
+
+    yield make
+    for host in made:
+        host.close()
+
+
+def unrelated_activity(gh, repos, t: int) -> None:
+    """What changes every list page's body though no request moves (GitHub embeds the repository)."""
+    for repo in repos:
+        gh.star(repo, login=f"fan-{t}")
+        gh.push_branch(repo, f"unrelated-{t}")
+        gh.open_issue(repo, title=f"issue {t}")
+
+
+def answers(host: Host) -> dict:
+    (path,) = (host_state_dir() / "watch").glob("*/answers.json")
+    return json.loads(path.read_text())
+
+
+def test_four_repositories_under_unrelated_activity_cost_at_most_one_unit_a_tick_and_a_review_two(
+    host_factory, github: ServedDouble
+) -> None:
+    gh = github.gh
+    for repo in REPOS:
+        for i in range(3):
+            ready_pr(gh, repo, f"feat-{i}")
+    waiting = pending_pr(gh, "o/r1", "slow-ci")
+    host = host_factory(light=False)  # four drivers, each its whole tick: fetch, lease, watch, rounds
+    host.tick()
+    assert host.entries("o/r1")[waiting].state == "waiting"
+    assert all(len(host.entries(repo)) == (4 if repo == "o/r1" else 3) for repo in REPOS)
+    for t in range(1, 8):
+        unrelated_activity(gh, REPOS, t)
+        host.next_tick()
+        mark = gh.mark()
+        host.tick()
+        if t >= 2:  # after the first two ticks
+            assert gh.counted(since=mark) <= 1, [(c.time, c.method, c.path, c.status, c.cost) for c in gh.calls(since=mark)]
+    assert {r["mode"] for r in answers(host)["repos"].values()} == {"graphql"}
+
+    # a review on one of them shows in that clone's queue at the next tick, for at most 2 units
+    n = 2
+    gh.review("o/r2", n, "carol", "CHANGES_REQUESTED")
+    unrelated_activity(gh, REPOS, 99)
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert host.entries("o/r2")[n].state == "blocked"
+    assert gh.counted(since=mark) <= 2
+    # the clone's own list was never asked: every list call came from the watch, never per clone
+    assert gh.calls(since=mark, path=r"/pulls\?") == []
+
+
+def test_a_quiet_host_costs_nothing_and_the_clones_ask_no_list_of_their_own(host_factory, github) -> None:
+    gh = github.gh
+    for repo in REPOS:
+        ready_pr(gh, repo, "feat")
+    waiting = pending_pr(gh, "o/r3", "slow")
+    host = host_factory()
+    host.tick()
+    host.next_tick()
+    host.tick()  # the waiting head's baseline is taken here
+    for _ in range(5):
+        host.next_tick()
+        mark = gh.mark()
+        host.tick()
+        assert gh.counted(since=mark) == 0
+        # one conditional list per repository and the waiting head's check runs: 304s, the host's, once
+        lists = gh.calls(since=mark, path=r"/pulls\?")
+        assert len(lists) == len(REPOS) and all(c.status == 304 for c in lists)
+    assert host.entries("o/r3")[waiting].state == "waiting"
+
+
+def test_ticks_follow_the_hosts_clock_with_a_stable_jitter_and_the_driver_sleeps_until_the_next(
+    host_factory, github
+) -> None:
+    from git_sluice.commands.watching import next_wake
+    from git_sluice.intake.watch import phase_of
+
+    ready_pr(github.gh, "o/r1", "feat")
+    host = host_factory(("o/r1",))
+    host.tick()
+    doc = answers(host)
+    phase = phase_of("host-a", 60.0)
+    slots = (doc["next_at"] - phase) / 60.0
+    assert abs(slots - round(slots)) < 1e-6 and doc["ticked_at"] < doc["next_at"] <= doc["ticked_at"] + 60
+    assert phase_of("host-b", 60.0) != phase  # another host ticks in another second
+    session = host.sessions["o/r1"]
+    now = github.clock.time()
+    assert next_wake(session, session.watch, now, 60.0) == doc["next_at"]  # not now + 60
+    github.clock.advance(25)  # a round in between (a hook's) moves nothing: the same next tick
+    run_rounds(session, reason="push")
+    assert next_wake(session, session.watch, github.clock.time(), 60.0) == doc["next_at"]
+
+
+def test_a_check_finishing_is_seen_by_the_watch_and_read_by_its_clone(host_factory, github) -> None:
+    gh = github.gh
+    n = pending_pr(gh, "o/r1", "slow")
+    host = host_factory(("o/r1", "o/r2"))
+    host.tick()
+    host.next_tick()
+    host.tick()
+    gh.add_check_run("o/r1", gh.pr("o/r1", n).head_sha, "ci", status="completed", conclusion="success")
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert host.entries("o/r1")[n].state == "ready"
+    assert len(gh.calls(since=mark, resource="graphql")) == 1  # the clone's reading; the watch asked REST
+
+
+def test_a_check_finishing_in_a_churning_repository_is_seen_through_the_rollup(host_factory, github) -> None:
+    gh = github.gh
+    n = pending_pr(gh, "o/r1", "slow")
+    host = host_factory(("o/r1",))
+    for t in range(3):
+        host.tick()
+        unrelated_activity(gh, ("o/r1",), t)
+        host.next_tick()
+    host.tick()
+    assert answers(host)["repos"]["o/r1"]["mode"] == "graphql"
+    gh.add_check_run("o/r1", gh.pr("o/r1", n).head_sha, "ci", status="completed", conclusion="success")
+    unrelated_activity(gh, ("o/r1",), 50)
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert host.entries("o/r1")[n].state == "ready"
+    assert gh.counted(since=mark, resource="core") == 0
+    assert len(gh.calls(since=mark, resource="graphql")) == 2  # the watch's query, the clone's reading
+
+
+def test_a_churning_repository_goes_back_to_rest_once_it_is_quiet(host_factory, github) -> None:
+    gh = github.gh
+    ready_pr(gh, "o/r1", "feat")
+    host = host_factory(("o/r1",))
+    for t in range(3):
+        host.tick()
+        unrelated_activity(gh, ("o/r1",), t)
+        host.next_tick()
+    host.tick()
+    assert answers(host)["repos"]["o/r1"]["mode"] == "graphql"
+    for _ in range(8):
+        host.next_tick()
+        host.tick()
+    assert answers(host)["repos"]["o/r1"]["mode"] == "rest"
+    for _ in range(3):
+        host.next_tick()
+        mark = gh.mark()
+        host.tick()
+        assert gh.counted(since=mark) == 0
+        assert [c.status for c in gh.calls(since=mark, path=r"/pulls\?")] == [304]
+
+
+def test_a_hooks_round_between_ticks_does_not_push_the_drivers_next_tick_back(host_factory, github) -> None:
+    gh = github.gh
+    ready_pr(gh, "o/r1", "feat")
+    host = host_factory(("o/r1",), light=False)
+    session = host.sessions["o/r1"]
+    host.tick()
+    github.clock.advance(30)
+    (report,) = run_rounds(session, reason="push")  # a pre-push hook's round: local movement asks at once
+    assert report.outcome == "taken-in"
+    github.clock.advance(31)
+    n = ready_pr(gh, "o/r1", "new")
+    mark = gh.mark()
+    state = drive(session, max_ticks=1, let_go=False)
+    assert [r.outcome for r in state.rounds] == ["taken-in"]
+    assert n in host.entries("o/r1")
+    assert len(gh.calls(since=mark, path=r"/pulls\?")) == 1  # the watch's list, at the driver's own tick
+
+
+def test_without_the_watch_a_push_round_does_not_wind_the_discovery_clock(tmp_path, github, monkeypatch) -> None:
+    """The old way too: a hook's round between ticks leaves the driver's tick its list."""
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    clone = make_clone(tmp_path, api=github.url)
+    with open_session(clone, clock=github.clock) as session:
+        assert session.forge.pool
+        (first,) = run_rounds(session)
+        github.clock.advance(30)
+        (pushed,) = run_rounds(session, reason="push")
+        github.clock.advance(29)  # the interval, less a second: a tick woken a little early still asks
+        (tick,) = run_rounds(session)
+        assert (first.outcome, pushed.outcome, tick.outcome) == ("taken-in", "taken-in", "taken-in")
+
+
+def check_runs_asked(gh, mark: int, repo: str = "o/r1") -> int:
+    return len(gh.calls(since=mark, path=rf"^/repos/{repo}/commits/[0-9a-f]+/check-runs"))
+
+
+def status_asked(gh, mark: int, repo: str) -> int:
+    return len(gh.calls(since=mark, path=rf"^/repos/{repo}/commits/[0-9a-f]+/status$"))
+
+
+def test_a_failed_head_that_stays_failed_is_asked_less_and_less_often_and_at_once_when_it_moves(
+    host_factory, github
+) -> None:
+    gh = github.gh
+    n = failing_pr(gh, "o/r1", "red")
+    host = host_factory(("o/r1",))
+    mark = gh.mark()
+    host.tick()
+    assert host.entries("o/r1")[n].state == "blocked"
+    assert check_runs_asked(gh, mark) == 1  # its baseline, as soon as the round queued it
+    asked_at = [github.clock.time()]
+    for _ in range(50):
+        host.next_tick()
+        mark = gh.mark()
+        host.tick()
+        if check_runs_asked(gh, mark):
+            asked_at.append(github.clock.time())
+    gaps = [b - a for a, b in zip(asked_at, asked_at[1:])]
+    assert gaps[:5] == [60, 120, 240, 480, 900]
+    assert set(gaps[5:]) == {900}  # doubling, up to 15 min
+    # the request moves (a comment): its head is asked again at that very tick
+    gh.comment("o/r1", n, body="rerun please")
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert check_runs_asked(gh, mark) == 1
+    mark = gh.mark()
+    for _ in range(4):
+        host.next_tick()
+        host.tick()
+    assert check_runs_asked(gh, mark) == 2  # and doubles again from the start: the next tick, two later
+
+
+def test_the_combined_status_is_asked_only_where_the_repository_uses_statuses(host_factory, github) -> None:
+    gh = github.gh
+    pending_pr(gh, "o/r1", "runs-only")
+    n = gh.open_pr("o/r2", head_ref="statuses")
+    gh.review("o/r2", n, "bob", "APPROVED")
+    gh.set_mergeable("o/r2", n, "MERGEABLE")
+    gh.set_status("o/r2", gh.pr("o/r2", n).head_sha, "lint", "pending")
+    host = host_factory(("o/r1", "o/r2"))
+    mark = gh.mark()
+    host.tick()
+    for _ in range(6):
+        host.next_tick()
+        host.tick()
+    assert check_runs_asked(gh, mark, "o/r1") == check_runs_asked(gh, mark, "o/r2") == 7  # every tick
+    assert status_asked(gh, mark, "o/r1") == 1  # once, to learn the repository uses none
+    assert status_asked(gh, mark, "o/r2") == 7
+    # the baselines only: both lists, both heads' check runs, both statuses; the two clones' readings
+    assert gh.counted(since=mark, resource="core") == 6
+
+
+def test_pace_stretches_the_tick_above_80_percent_and_status_and_doctor_say_so(
+    host_factory, github, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from git_sluice.commands import status as status_module
+    from git_sluice.commands.doctor import diagnose
+
+    gh = github.gh
+    ready_pr(gh, "o/r1", "feat")
+    gh.set_limit("user:alice", "core", 12)
+    host = host_factory(("o/r1",))
+    host.tick()
+    doc = answers(host)
+    assert doc["stretch"] > 1
+    assert doc["next_at"] - doc["ticked_at"] > 60
+    assert "stretches its tick" in doc["pace"]
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert gh.requests(since=mark, path=r"/pulls\?") == 0  # the stretched tick is not due yet
+    session = host.sessions["o/r1"]
+    monkeypatch.chdir(session.repo.workdir)
+    monkeypatch.setattr(status_module, "default_clock", lambda: github.clock)
+    core = next(p for p in status_module.collect_status()["pools"] if p["resource"] == "core")
+    assert core["pace"]["stretch"] > 1 and core["pace"]["projected"] > 0.8 * 12
+    checks = diagnose(session.repo.workdir, clock=github.clock).checks
+    pace = [c for c in checks if c.name.startswith("pace ")]
+    assert pace and pace[0].status == "warn" and "projected" in pace[0].found
+
+
+def test_an_unreadable_watch_leaves_every_clone_its_own_round(host_factory, github) -> None:
+    gh = github.gh
+    ready_pr(gh, "o/r1", "feat")
+    host = host_factory(("o/r1",))
+    watch_dir = host_state_dir() / "watch"
+    watch_dir.parent.mkdir(parents=True, exist_ok=True)
+    watch_dir.write_text("not a directory\n")  # the watch's files cannot be had at all
+    state = drive(host.sessions["o/r1"], max_ticks=1, let_go=False)
+    (report,) = state.rounds
+    assert report.outcome == "taken-in" and report.requests >= 1  # the clone asked for itself
+    assert sorted(host.entries("o/r1")) == [1]
+
+
+def test_corrupt_answers_are_discarded_and_rounds_go_on(host_factory, github) -> None:
+    gh = github.gh
+    ready_pr(gh, "o/r1", "feat")
+    host = host_factory(("o/r1",))
+    host.tick()
+    (path,) = (host_state_dir() / "watch").glob("*/answers.json")
+    path.write_text("{garbage")
+    n = ready_pr(gh, "o/r1", "new")
+    host.next_tick()
+    (report,) = run_rounds(host.sessions["o/r1"])  # a step (no driver ticks): no answer, its own round
+    assert report.outcome == "taken-in" and n in host.entries("o/r1")
+    host.next_tick()
+    host.tick()  # the next tick rebuilds the answers
+    assert answers(host)["tick"] == 1
+
+
+def test_a_stuck_watch_leaves_every_clone_its_own_round(host_factory, github) -> None:
+    from git_sluice.statefile import file_lock
+
+    gh = github.gh
+    ready_pr(gh, "o/r1", "feat")
+    host = host_factory(("o/r1",))
+    host.tick()
+    (group_dir,) = (p.parent for p in (host_state_dir() / "watch").glob("*/answers.json"))
+    stuck = file_lock(group_dir / "tick.lock")
+    stuck.acquire()  # another process holds the tick and makes no progress
+    try:
+        n = ready_pr(gh, "o/r1", "new")
+        host.next_tick()
+        state = drive(host.sessions["o/r1"], max_ticks=1, let_go=False)
+        (report,) = state.rounds
+        assert report.outcome == "taken-in" and report.requests >= 1
+        assert n in host.entries("o/r1")
+    finally:
+        stuck.release()
+
+
+def test_the_process_running_the_watch_dying_mid_tick_leaves_the_tick_to_whoever_comes_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from git_sluice.clock import FileClock
+    from git_sluice.double.testing import running_double
+
+    clock_file = tmp_path / "clock"
+    clock = FileClock(clock_file, start=1_800_000_000.0)
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    with running_double(clock=clock, repos=("o/r1", "o/r2")) as (gh, server):
+        ours = ready_pr(gh, "o/r1", "feat")
+        theirs = ready_pr(gh, "o/r2", "feat")
+        driven = make_clone(tmp_path / "c1", api=server.url, repository="o/r1")
+        other = make_clone(tmp_path / "c2", api=server.url, repository="o/r2")
+        with open_session(driven, clock=clock) as s:
+            assert s.forge.pool  # learnt once for the host: the subprocess's first call is the watch's
+        with open_session(other, clock=clock) as s:
+            run_rounds(s)  # o/r2's clone takes its base in: the watch knows of it from now on
+        gh.fault("hang", path=r"^GET /repos/o/r2/pulls\?", seconds=60)
+        env = dict(os.environ, GIT_SLUICE_TEST_CLOCK=str(clock_file))
+        start = gh.mark()
+        proc = subprocess.Popen([sys.executable, "-m", "git_sluice", "drive"], cwd=driven, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while gh.requests(since=start, path=r"^/repos/o/r2/pulls\?") == 0 and time.monotonic() < deadline:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.05)
+            assert gh.requests(since=start, path=r"^/repos/o/r2/pulls\?") == 1  # mid-tick: o/r1 asked, o/r2 on the wire
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            gh.clear_faults()
+        assert not list((host_state_dir() / "watch").glob("*/answers.json"))  # nothing half-written
+        mark = gh.mark()
+        with open_session(driven, clock=clock) as session:
+            state = drive(session, max_ticks=1, let_go=False)  # whoever comes next: the lock is free
+        assert [r.outcome for r in state.rounds] == ["taken-in"]
+        lists = {c.path.split("/pulls")[0]: c.status for c in gh.calls(since=mark, path=r"/pulls\?")}
+        assert lists == {"/repos/o/r1": 304, "/repos/o/r2": 200}  # the dead tick's answer is kept: a 304
+        assert ours in QueueStore(Path(driven) / ".git" / "sluice").load("main").entries
+        doc = json.loads(next((host_state_dir() / "watch").glob("*/answers.json")).read_text())
+        assert doc["tick"] == 1 and sorted(doc["repos"]) == ["o/r1", "o/r2"]
+        assert [i["number"] for i in doc["repos"]["o/r2"]["bases"]["main"]["items"]] == [theirs]

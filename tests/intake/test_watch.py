@@ -1,0 +1,231 @@
+"""The host watch's pure decisions (intake/watch.py) and pace (intake/pace.py), without I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from git_sluice.double.graphql_api import price_only
+from git_sluice.intake import pace as pacing
+from git_sluice.intake import watch as w
+from git_sluice.intake.graphql import query_cost
+from tests.intake.test_graphql_query import assert_valid
+
+# ------------------------------------------------------------------ the clock
+
+
+@given(st.text(min_size=1, max_size=40), st.floats(min_value=10, max_value=3600))
+def test_the_phase_is_stable_and_within_the_interval(host: str, interval: float) -> None:
+    phase = w.phase_of(host, interval)
+    assert 0 <= phase < interval
+    assert w.phase_of(host, interval) == phase
+
+
+def test_hosts_started_together_do_not_tick_in_the_same_second() -> None:
+    phases = {round(w.phase_of(f"host-{i}", 60.0)) for i in range(24)}
+    assert len(phases) >= 12  # spread over the minute, not all at once
+
+
+@given(
+    st.floats(min_value=1e9, max_value=2e9), st.floats(min_value=10, max_value=3600), st.floats(0, 1),
+)
+def test_the_next_tick_is_the_next_slot_of_the_host(now: float, interval: float, share: float) -> None:
+    phase = share * interval * 0.999
+    at = w.next_tick_at(now, interval, phase)
+    assert now < at <= now + interval + 1e-6
+    slots = (at - phase) / interval
+    assert abs(slots - round(slots)) < 1e-6
+
+
+def test_a_round_between_ticks_moves_no_tick() -> None:
+    """The tick is a function of the clock and the host alone: what ran in between cannot move it."""
+    phase = w.phase_of("h", 60)
+    first = w.next_tick_at(1000.0, 60, phase)
+    assert w.next_tick_at(1000.0 + 30, 60, phase) in (first, first + 60)
+    assert w.next_tick_at(first - 0.5, 60, phase) == first
+
+
+def test_due() -> None:
+    assert w.due(None, 5.0)
+    assert w.due(100.0, 99.0)  # within the slack
+    assert not w.due(100.0, 90.0)
+    assert w.due(1e12, 0.0)  # a next tick a day or more away is garbage: tick
+
+
+# -------------------------------------------------------- a repository's mode
+
+
+def test_churn_moves_to_graphql_and_a_still_fingerprint_brings_rest_back() -> None:
+    mode = w.RepoMode()
+    assert w.after_rest(mode, answered_200=False, moved=False).mode == "rest"
+    assert w.after_rest(mode, answered_200=True, moved=True).mode == "rest"  # a real change
+    churned = w.after_rest(mode, answered_200=True, moved=False)
+    assert churned.mode == "graphql"
+    fp = ("2027", 3)
+    for _ in range(w.QUIET_TICKS + 1):  # the first sets the fingerprint, then QUIET_TICKS still ones
+        assert churned.mode == "graphql"
+        churned = w.after_graphql(churned, fp)
+    assert churned.mode == "rest" and churned.rebasing
+    # back on REST, the first 200 renews the ETag: it is not churn
+    assert w.after_rest(churned, answered_200=True, moved=False).mode == "rest"
+
+
+@given(st.lists(st.sampled_from([("a",), ("b",), None]), max_size=30))
+def test_graphql_stays_until_quiet_ticks_in_a_row(fingerprints: list[Any]) -> None:
+    mode = w.RepoMode(mode="graphql")
+    run = 0
+    last = None
+    for fp in fingerprints:
+        mode = w.after_graphql(mode, fp)
+        run = run + 1 if fp is not None and fp == last else 0
+        last = fp
+        if mode.mode == "rest":
+            assert run >= w.QUIET_TICKS
+            break
+        assert run < w.QUIET_TICKS
+
+
+# ------------------------------------------------------------- waiting heads
+
+
+@given(st.lists(st.booleans(), min_size=1, max_size=40), st.integers(min_value=10, max_value=600))
+def test_a_failed_head_backs_off_doubling_to_15_minutes_and_a_move_asks_at_once(moves: list[bool], interval: int) -> None:
+    rec = w.HeadRecord()
+    now = 1e9
+    for i, moved in enumerate(moves):
+        before = rec
+        rec = w.after_head(rec, state="FAILURE", moved=moved, tick=i + 1, now=now, interval=interval, updated_at="u")
+        wait = rec.next_at - now if rec.next_at else 0.0
+        assert wait <= w.FAILED_BACKOFF_MAX
+        if moved or not before.seen:
+            assert rec.streak == 0 and wait == 0
+        else:
+            assert rec.streak == before.streak + 1
+            assert wait == min(w.FAILED_BACKOFF_MAX, interval * 2**rec.streak)
+        now += max(wait, interval)
+    assert w.head_due(rec, now=rec.next_at, updated_at="u")
+    if rec.next_at:
+        assert not w.head_due(rec, now=rec.next_at - 60, updated_at="u")
+        assert w.head_due(rec, now=rec.next_at - 60, updated_at="moved")  # its request moved: at once
+
+
+def test_a_head_that_is_not_failed_is_asked_every_tick() -> None:
+    rec = w.HeadRecord(seen=True, state="PENDING")
+    rec = w.after_head(rec, state="PENDING", moved=False, tick=2, now=100.0, interval=60, updated_at="u")
+    assert rec.next_at == 0 and w.head_due(rec, now=101.0, updated_at="u")
+
+
+def test_rest_rollup_and_statuses() -> None:
+    runs = {"check_runs": [{"status": "completed", "conclusion": "success"}]}
+    assert w.rest_rollup(runs, None) == "SUCCESS"
+    assert w.rest_rollup({"check_runs": [{"status": "in_progress"}]}, None) == "PENDING"
+    assert w.rest_rollup({"check_runs": [{"status": "completed", "conclusion": "timed_out"}]}, None) == "FAILURE"
+    assert w.rest_rollup({"check_runs": []}, {"total_count": 1, "state": "error"}) == "ERROR"
+    assert w.rest_rollup({"check_runs": []}, {"total_count": 0, "state": "pending", "statuses": []}) is None
+    assert w.rest_rollup("garbage", ["x"]) is None
+    assert w.uses_statuses({"total_count": 2}) and not w.uses_statuses({"total_count": 0, "statuses": []})
+    assert w.first_look_moved("PENDING", "SUCCESS") and not w.first_look_moved(None, None)
+
+
+# ---------------------------------------------------------- the GraphQL query
+
+
+@settings(deadline=None, max_examples=20)
+@given(st.integers(min_value=1, max_value=20))
+def test_the_watch_query_validates_against_githubs_schema(count: int) -> None:
+    targets = [w.Target(f"org{i}/repo-{i}", "main", "Y3Vyc29yOjE=" if i % 3 == 0 else None) for i in range(count)]
+    assert_valid(*w.build_watch_query(targets))
+
+
+def test_thirteen_repositories_cost_one_point_by_githubs_formula_and_the_doubles() -> None:
+    text, variables = w.build_watch_query([w.Target(f"o/r{i}", "main") for i in range(13)])
+    assert query_cost(text, variables) == 1
+    assert price_only(text, variables).cost == 1
+
+
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+))
+def test_any_answer_is_read_without_raising(payload: Any) -> None:
+    for answer in w.parse_watch_answer(payload, [w.Target("o/r", "main")]):
+        assert answer.error is not None or isinstance(answer.items, list)
+
+
+def test_an_answer_is_read() -> None:
+    payload = {"data": {"r0": {
+        "pushedAt": "2027-01-01T00:00:00Z", "updatedAt": "x", "stargazerCount": 3, "forkCount": 0, "diskUsage": 1,
+        "openIssues": {"totalCount": 2},
+        "pullRequests": {"totalCount": 2, "pageInfo": {"hasNextPage": True, "endCursor": "c"}, "nodes": [
+            {"number": 4, "title": "t", "headRefName": "h", "headRefOid": "a" * 40, "baseRefName": "main",
+             "isDraft": False, "updatedAt": "u", "author": {"login": "al"}, "statusCheckRollup": {"state": "PENDING"}},
+            {"number": "x"},
+        ]},
+    }, "r1": None}, "errors": [{"path": ["r1"], "message": "Could not resolve to a Repository"}]}
+    first, second = w.parse_watch_answer(payload, [w.Target("o/r", "main"), w.Target("o/gone", "main")])
+    assert [i.number for i in first.items] == [4] and first.rollups == {"a" * 40: "PENDING"}
+    assert first.next_cursor == "c" and first.fingerprint == ("2027-01-01T00:00:00Z", "x", 3, 0, 1, 2)
+    assert second.error == "Could not resolve to a Repository"
+
+
+# ------------------------------------------------------------------ pace
+
+
+def test_pace_projects_the_spend_to_the_reset_and_stretches_above_80_percent() -> None:
+    now = 10_000.0
+    reset = now + 1800  # half the window left
+    calm = pacing.project(pool="p", resource="core", limit=5000, used=1000, reset=reset, observed_at=now, now=now)
+    assert calm is not None and calm.projected == 2000 and calm.stretch == 1.0 and not calm.stretched
+    hot = pacing.project(pool="p", resource="core", limit=5000, used=2250, reset=reset, observed_at=now, now=now)
+    assert hot is not None and hot.projected == 4500 and hot.share == 0.9
+    assert hot.stretch == 2.5 and "×2.5" in hot.describe()
+    spent = pacing.project(pool="p", resource="core", limit=5000, used=4000, reset=reset, observed_at=now, now=now)
+    assert spent is not None and spent.stretch == pacing.MAX_STRETCH
+
+
+@given(st.floats(min_value=-10, max_value=10, allow_nan=False))
+def test_the_stretch_is_1_to_4_and_grows_with_the_share(share: float) -> None:
+    s = pacing.stretch_for(share)
+    assert 1.0 <= s <= pacing.MAX_STRETCH
+    assert pacing.stretch_for(share + 0.01) >= s
+    if share <= pacing.STRETCH_FROM:
+        assert s == 1.0
+
+
+@given(
+    st.one_of(st.none(), st.integers(-5, 10**6), st.floats(allow_nan=True), st.text(max_size=3)),
+    st.one_of(st.none(), st.integers(-5, 10**7)),
+    st.one_of(st.none(), st.floats(min_value=-1e10, max_value=1e10)),
+)
+def test_pace_never_trusts_headers_that_say_too_little(limit: Any, used: Any, reset: Any) -> None:
+    found = pacing.project(pool="p", resource="core", limit=limit, used=used, reset=reset, observed_at=0.0, now=0.0)
+    if found is not None:
+        assert 0 < found.limit and 0 <= found.used <= 10 * found.limit and 0 < found.reset <= pacing.WINDOW + 300
+        assert 1.0 <= found.stretch <= pacing.MAX_STRETCH
+
+
+# ------------------------------------------------------------ the registry
+
+
+def test_the_registry_keeps_what_each_clone_takes_in_and_forgets_a_silent_clone(tmp_path) -> None:
+    from git_sluice.intake.watchstore import REGISTRY_FORGET, Registry
+
+    registry = Registry(tmp_path)
+    now = 1_800_000_000.0
+    registry.note("/c1", repository="o/r", group="g", discovery=60, now=now, bases=["main", "next"], exact=True)
+    head = {"number": 3, "sha": "a" * 40, "updated_at": "u", "checks_state": "PENDING"}
+    registry.note("/c1", repository="o/r", group="g", discovery=60, now=now, heads={"main": [head, {"sha": 1}]})
+    registry.note("/c2", repository="o/s", group="other", discovery=30, now=now, bases=["main"])
+    interests, interval = registry.interests("g", now)
+    assert sorted(interests) == ["o/r"] and interests["o/r"].bases == {"main", "next"}
+    assert [h.number for h in interests["o/r"].heads.values()] == [3]  # the garbage head is ignored
+    assert interval == 60
+    # a driver's word is exact: a branch another host now holds is no longer watched
+    registry.note("/c1", repository="o/r", group="g", discovery=60, now=now, bases=["main"], exact=True)
+    assert registry.interests("g", now)[0]["o/r"].bases == {"main"}
+    assert registry.interests("g", now + REGISTRY_FORGET + 1) == ({}, None)
+    registry.doc.path.write_text("[1, 2]")  # corrupt: discarded, nothing watched, nothing raised
+    assert registry.interests("g", now) == ({}, None)
