@@ -28,7 +28,7 @@ from git_sluice.commands.step import run_rounds
 from fleet_activity import Activity
 from fleet_baselines import Direct, NaivePoller
 from fleet_sluice import GitWorld, measured_run, tally, wait_for_hook_rounds
-from fleet_world import TOKEN, World, repo_name, world
+from fleet_world import TOKEN, World, as_host, repo_name, world
 
 
 def _median(values: list[float]) -> float | None:
@@ -124,15 +124,16 @@ def sqlite_writes_of_a_round(clone: Path, env: dict[str, str]) -> dict[str, Any]
 def in_drive_cpu(w: World, host: Any, name: str, samples: int = 3) -> dict[str, Any]:
     """The CPU of a quiet tick inside a running ``drive`` (warm session, this thread's CPU only)."""
     session = w.session(host, name)
-    drive(session, max_ticks=1, let_go=False)  # the drive starts: lease, first round
     cpu, calls = [], []
-    for _ in range(samples):
-        w.clock.advance(61)
-        mark = len(w.gh.ledger)
-        before = time.thread_time()
-        drive(session, max_ticks=1, let_go=False)
-        cpu.append(time.thread_time() - before)
-        calls.append(len(w.gh.ledger) - mark)
+    with as_host(host):
+        drive(session, max_ticks=1, let_go=False)  # the drive starts: lease, first round, the watch's first tick
+        for _ in range(samples):
+            w.clock.advance(61)
+            mark = len(w.gh.ledger)
+            before = time.thread_time()
+            drive(session, max_ticks=1, let_go=False)
+            cpu.append(time.thread_time() - before)
+            calls.append(len(w.gh.ledger) - mark)
     return {"cpu": _median(cpu), "calls": _median(calls), "samples": samples}
 
 

@@ -170,7 +170,7 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
         drivers = []
         for host in hosts:
             for name in spec.repo_names:
-                actor = DriverActor(w.session(host, name))
+                actor = DriverActor(w.session(host, name), host)
                 drivers.append(actor)
                 sched.at(t0, f"drive {host.name} {name}", actor.step)
         rng = random.Random(spec.seed)

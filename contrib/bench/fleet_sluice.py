@@ -35,9 +35,11 @@ from git_sluice.intake.queue import QueueStore
 from git_sluice.remote.leases import LeaseKeeper
 from git_sluice.commands.roles import drive, wait_for
 from git_sluice.commands.session import Session
+from git_sluice.commands.watching import next_wake
+from git_sluice.intake.hostwatch import HostWatch
 
 from fleet_activity import Activity, Expectation, View, parse_time
-from fleet_world import Host, World, git
+from fleet_world import Host, World, as_host, git
 
 HOOK_WAIT_LIMIT = 90.0  # real seconds a hook round may take before the run says so
 
@@ -288,18 +290,26 @@ class QueueWatch:
 
 # -------------------------------------------------------------------------------- actors
 class DriverActor:
-    """One ``git sluice drive`` on one host and clone, ticking on the discovery clock."""
+    """One ``git sluice drive`` on one host and clone, waking when the product's drive would.
 
-    def __init__(self, session: Session) -> None:
+    Each tick is ``roles.drive(session, max_ticks=1)``; the next is when ``drive`` itself would wake
+    (``watching.next_wake``: the host watch's next tick on the host's clock, with its jitter, or the
+    driver's own tick for the lease renewals, whichever comes first).
+    """
+
+    def __init__(self, session: Session, host: Host | None = None) -> None:
         self.session = session
+        self.host = host
         settings = session.settings
         self.tick = max(1.0, min(settings.discovery, settings.lease / 3))
         self.ticks = 0
 
     def step(self, now: float) -> float:
         self.ticks += 1
-        drive(self.session, max_ticks=1, let_go=False)
-        return now + self.tick
+        with as_host(self.host):
+            drive(self.session, max_ticks=1, let_go=False)
+            watch = self.session.watch if isinstance(self.session.watch, HostWatch) else None
+            return next_wake(self.session, watch, now, self.tick)
 
 
 class WaitSlot:
@@ -336,6 +346,10 @@ class WaitSlot:
         return min(settings.discovery, settings.lease / 3) if view.takes_in else settings.discovery / 4
 
     def step(self, now: float) -> float:
+        with as_host(self.host):
+            return self._step(now)
+
+    def _step(self, now: float) -> float:
         if self.session is None:
             self._start()
             if self.session is None:

@@ -22,6 +22,13 @@ Why it is built this way:
   ``sluice.installation``; the double checks the JWT against the App's public
   key, and ETags are per token); GitHub Enterprise Server (``/api/v3``) with
   its rate limits off.
+- **A state directory per host, in-process too.** The product finds the
+  host state directory through ``platformdirs`` and ``XDG_STATE_HOME``
+  (the host store, the host watch's answers, the pools it learned); one
+  process's environment cannot say that for several in-process hosts at
+  once, so :func:`as_host` names the host whose directory this thread's
+  product code sees, and every actor steps under it. Subprocesses get it
+  from their environment, as deployed processes do.
 - **A server per host.** Every host's clones talk to their own loopback port
   of the one double, so the calls *each host* sends can be counted (the
   busiest minute per host) though the ledger holds every host's calls.
@@ -45,8 +52,12 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import threading
+
 import httpx
 import pygit2
+
+import git_sluice.paths as _paths
 
 from git_sluice.clock import FileClock
 from git_sluice.double import GitHubDouble, serve
@@ -143,6 +154,40 @@ def busiest_minute_of(times: list[float]) -> int:
 OWNER = "bench"
 SIGNATURE_NAME = "Bench"
 SIGNATURE_EMAIL = "bench@sluice.invalid"
+
+
+_THREAD = threading.local()
+
+
+class _PerHostDirs:
+    """``platformdirs`` as git_sluice.paths uses it, answering the state directory of this thread's host."""
+
+    def __init__(self, real: object) -> None:
+        self._real = real
+
+    def user_state_dir(self, appname: str | None = None, *args: object, **kwargs: object) -> str:
+        home = getattr(_THREAD, "state_home", None)
+        if home is None:
+            return self._real.user_state_dir(appname, *args, **kwargs)  # type: ignore[attr-defined,no-any-return]
+        return str(Path(home) / (appname or ""))
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._real, name)
+
+
+if not isinstance(_paths.platformdirs, _PerHostDirs):
+    _paths.platformdirs = _PerHostDirs(_paths.platformdirs)  # type: ignore[assignment]
+
+
+@contextmanager
+def as_host(host: "Host | None") -> Iterator[None]:
+    """Within: this thread's git-sluice code finds ``host``'s state directory (None: the process's own)."""
+    saved = getattr(_THREAD, "state_home", None)
+    _THREAD.state_home = None if host is None else str(host.state_home)
+    try:
+        yield
+    finally:
+        _THREAD.state_home = saved
 
 
 def repo_name(index: int) -> str:
@@ -300,8 +345,9 @@ class World:
     def session(self, host: Host, full_name: str, transport: httpx.BaseTransport | None = None, *,
                 own_store: bool = False) -> Session:
         """An in-process git-sluice session of ``host`` on its clone of ``full_name`` (one 'process')."""
-        session = open_session(host.clones[full_name], clock=self.clock, store=self.store(host, own=own_store),
-                               transport=transport)
+        with as_host(host):
+            session = open_session(host.clones[full_name], clock=self.clock, store=self.store(host, own=own_store),
+                                   transport=transport)
         self._stack.callback(session.close)
         return session
 

@@ -73,6 +73,7 @@ def _app_key(tmp_path: Path) -> tuple[Path, bytes]:
     return path, public
 
 
+@pytest.mark.slow
 def test_rounds_as_a_github_app_mint_their_token_and_renew_it_before_the_hour(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
