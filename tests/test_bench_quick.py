@@ -94,4 +94,6 @@ def test_quick_mode_gives_every_scenario_figures_or_a_reason(tmp_path: Path) -> 
     assert written.startswith("# x\n\n<!-- bench:readme:start -->") and written.endswith("## After\n")
     assert "old" not in written and "[user] " not in written and "user token: REST counted /h" in written
     app = scenarios["s1"]["raw"]["app"]["git-sluice"]
-    assert app["window"]["by_route"].get("app token"), "the App run minted no installation token"
+    # every process authenticated as the App: the installation's pool, the App's own for the exchange,
+    # never the user's token (warm-up included: a token minted then lives the whole quick window)
+    assert "installation:171576254" in app["pools_seen"] and "user:fleet-bot" not in app["pools_seen"]

@@ -242,6 +242,7 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
             "window_s": spec.window,
             **figures,
             "host_busiest_minute": per_host,
+            "pools_seen": sorted({str(c.pool) for c in w.gh.ledger}),
             "host_calls_per_hour": per_host_calls,
             "warmup_s": spec.warmup,
             "per_hour": t.scaled(factor),

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock
 from ..errors import Interrupted, SluiceError
@@ -38,6 +38,9 @@ from .queue import Entry
 from .readings import list_item, needs_recheck
 from .request import Request
 from .watchstore import Answers, Cursor, HeadInterest, Registry, RepoInterest, item_json, item_of
+
+if TYPE_CHECKING:  # a type only: the watch is handed its forge, it never builds one
+    from ..forge.client import Forge
 
 log = logging.getLogger("git_sluice")
 
@@ -96,7 +99,7 @@ class HostWatch:
         discovery: float,
         clock: Clock,
         sluice_dir: Path,
-        forge: Any = None,
+        forge: Forge | None = None,
         budget: Callable[[], Iterable[Any]] | None = None,
         pool: str | None = None,
     ) -> None:

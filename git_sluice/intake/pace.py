@@ -15,7 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # a type only: the rows come from the host store's budget()
+    from ..forge.hoststore import BudgetRow
 
 WINDOW = 3600.0
 """GitHub's primary windows last an hour (core and GraphQL alike)."""
@@ -79,7 +82,7 @@ def project(
     return Pace(pool, resource, int(used), int(limit), float(reset), projected, share, stretch_for(share))
 
 
-def paces(rows: Iterable[Any], now: float, *, pool: str | None = None) -> list[Pace]:
+def paces(rows: Iterable[BudgetRow], now: float, *, pool: str | None = None) -> list[Pace]:
     """A :class:`Pace` per budget row (``HostStore.budget()``) that says enough, of ``pool`` when given."""
     out = []
     for row in rows:
