@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 from .durations import ACCEPTED_FORM as DURATION_FORM
 from .durations import parse_duration
 from . import gitcli
-from .errors import ConfigError, NotARepository, SluiceError
+from .errors import ConfigError, NoRemote, NotARepository, SluiceError, UnknownKey
 
 KNOWN_KEYS: tuple[str, ...] = (
     "sluice.remote",
@@ -380,7 +380,7 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True) -> Settin
     unknown = sorted(key for key in values if key not in _CANONICAL)
     if unknown:
         # the value is not echoed: an unknown key is where a pasted token would land
-        raise ConfigError(unknown[0], "(value not shown)", "one of the known keys: " + ", ".join(KNOWN_KEYS))
+        raise UnknownKey(unknown[0], KNOWN_KEYS, values[unknown[0]][-1].origin)
     for key, found in values.items():
         if len(found) > 1 and _CANONICAL[key] not in MULTI_KEYS:
             # git's own rule for single-valued keys: the last one wins
@@ -396,6 +396,8 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True) -> Settin
     # sluice.remote
     given = _last(values, "sluice.remote")
     remote = DEFAULT_REMOTE if given is None else _text("sluice.remote", given.value, "the name of a git remote")
+    if not remote_urls and given is None:
+        raise NoRemote()
     if remote not in remote_urls:
         known = ", ".join(sorted(remote_urls)) or "none configured"
         raise ConfigError("sluice.remote", remote, f"the name of a configured git remote (known: {known})")

@@ -9,12 +9,14 @@ every message says what happened and what a person can do about it.
 
     SluiceError                     exit 1 unless the class says otherwise
     ├── ConfigError                 2  a setting is missing or malformed (names key and form)
+    │   ├── UnknownKey              2  a sluice.* key git-sluice does not know: "did you mean …?"
+    │   └── NoRemote                2  the clone has no git remote (`git remote add`)
     ├── UsageError                  2  the command was called wrongly
     │   └── NotARepository          2  started outside a git repository
     ├── ForgeError                     GitHub could not give an answer to use
     │   ├── ForgeUnavailable           the address failed; not asked again until ``until``
     │   ├── ForgeAnswered              GitHub answered with an error (404, 422, a permission 403)
-    │   │   └── CredentialsRefused     401: the token or the App is not accepted
+    │   │   └── CredentialsRefused  2  401: the token or the App is not accepted (names where it came from)
     │   ├── AllowanceSpent          3  the allowance of (pool, resource) is spent until ``until``
     │   ├── ForeignURL                 a URL outside sluice.api / sluice.graphql: no token goes there
     │   └── CallTimedOut            4  the caller's own deadline ran out (before the wire, or before the answer)
@@ -72,6 +74,43 @@ class ConfigError(SluiceError):
         super().__init__(f"{key}={value!s}: expected {accepted}")
 
 
+class UnknownKey(ConfigError):
+    """A ``sluice.*`` key git-sluice does not know (a typo, most likely): the nearest known one, and how to remove it.
+
+    The value is never echoed: an unknown key is where a pasted token would land.
+    """
+
+    def __init__(self, key: str, known: "tuple[str, ...]", origin: str = "") -> None:
+        import difflib
+
+        self.suggestion = next(iter(difflib.get_close_matches(key.lower(), [k.lower() for k in known], n=1, cutoff=0.6)), None)
+        if self.suggestion is not None:
+            self.suggestion = next(k for k in known if k.lower() == self.suggestion)
+        scope = origin.split(" ", 1)[0] if origin else ""
+        flag = {"global": "--global ", "system": "--system ", "worktree": "--worktree "}.get(scope, "")
+        self.unset = f"git config {flag}--unset {key}"
+        self.key, self.value = key, "(value not shown)"
+        self.accepted = "one of the known keys: " + ", ".join(known)
+        hint = f"did you mean `{self.suggestion}`? " if self.suggestion else ""
+        where = f" (set in {origin})" if origin else ""
+        SluiceError.__init__(
+            self, f"{key} is not a git-sluice setting{where}: {hint}remove it with `{self.unset}` "
+            f"(known keys: {', '.join(known)})"
+        )
+
+
+class NoRemote(ConfigError):
+    """The clone has no git remote at all: the refs that coordinate the fleet need one."""
+
+    def __init__(self) -> None:
+        self.key, self.value = "sluice.remote", "origin"
+        self.accepted = "a configured git remote"
+        SluiceError.__init__(
+            self, "this clone has no git remote: add the one the team shares (`git remote add origin URL`); "
+            "git-sluice keeps its leases and pause notes there"
+        )
+
+
 class UsageError(SluiceError):
     exit_code = 2
 
@@ -121,13 +160,27 @@ class ForgeAnswered(ForgeError):
 
 
 class CredentialsRefused(ForgeAnswered):
-    """401: the credentials are wrong, not the call; asking again cannot help."""
+    """401: the credentials are wrong, not the call; asking again cannot help (exit 2, like bad config).
+
+    ``source`` says where the token came from (``GH_TOKEN``, ``git credential
+    (github.com)``, ``gh auth token``, the App), so the message says what to fix.
+    """
+
+    exit_code = 2
+
+    def __init__(self, status: int, address: str, message: str, source: str | None = None) -> None:
+        self.source = source
+        super().__init__(status, address, message)
 
     def _describe(self) -> str:
-        return (
-            f"GitHub refused the credentials ({self.status}) for {self.address}: {self.message}; check the "
-            "token (GH_TOKEN, GITHUB_TOKEN, `gh auth status`) or the App's key and installation"
-        )
+        said = f"{self.status} {self.message}".strip() if self.message and self.message != "error" else str(self.status)
+        if self.source is None:
+            where = "the token (GH_TOKEN, GITHUB_TOKEN, `git credential`, `gh auth token`) or the App's key and installation"
+        elif self.source.startswith("GitHub App"):
+            where = f"the {self.source} (sluice.appId, sluice.appKeyFile, sluice.installation)"
+        else:
+            where = f"the token from {self.source}: it is invalid, expired or revoked; replace it"
+        return f"GitHub refused the credentials ({said}); check {where} (`git sluice doctor` checks them)"
 
 
 class AllowanceSpent(ForgeError):

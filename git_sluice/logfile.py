@@ -18,6 +18,7 @@ def attach_log(sluice_dir: Path, level: int = logging.INFO) -> logging.Handler:
             return handler
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter(_FORMAT))
+    handler.setLevel(level)  # -v's per-call decisions are for the terminal, not the log
     root.addHandler(handler)
     if root.level == logging.NOTSET or root.level > level:
         root.setLevel(level)

@@ -29,6 +29,13 @@ def test_read_queues_names_the_configured_repository_and_loads_neither_libgit2_n
 
 
 def test_read_queues_reads_the_branches_asked_for(work: Path) -> None:
-    from git_sluice.commands.queue import read_queues
+    subprocess.run(["git", "-C", str(work), "update-ref", "refs/remotes/origin/dev", "HEAD"], check=True)
+    from git_sluice.commands.queue import UnknownBranch, read_queues
 
     assert [d.branch for d in read_queues(str(work), ["dev", "main"])] == ["dev", "main"]
+    try:
+        read_queues(str(work), ["main", "nope"])
+    except UnknownBranch as exc:
+        assert exc.branches == ["nope"] and exc.exit_code == 2
+    else:
+        raise AssertionError("an unknown branch read as an empty queue")

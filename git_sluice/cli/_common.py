@@ -54,7 +54,7 @@ DURATION = Duration()
 def setup_logging(verbose: bool = False) -> None:
     """Progress to stderr only when asked; the hooks and the log file set their own."""
     root = logging.getLogger("git_sluice")
-    level = logging.INFO if verbose else logging.WARNING
+    level = logging.DEBUG if verbose else logging.WARNING  # -v: every decision (debug lines never reach a log file)
     stderr = [h for h in root.handlers if getattr(h, "_sluice_stderr", False)]
     if not stderr:
         handler = logging.StreamHandler(sys.stderr)

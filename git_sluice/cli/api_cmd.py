@@ -37,7 +37,8 @@ def _fields(pairs: tuple[str, ...], typed: tuple[str, ...]) -> dict[str, object]
 
 @main.command("api")
 @click.argument("path")
-@click.option("-X", "--method", default="GET", show_default=True, help="HTTP method (REST).")
+@click.option("-X", "--method", default="GET", show_default=True, help="HTTP method (REST).",
+              metavar="METHOD", type=click.Choice(["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"], case_sensitive=False))
 @click.option("-f", "--field", "raw_fields", multiple=True, metavar="KEY=VALUE",
               help="A string parameter: a query parameter for GET, a JSON body field otherwise; "
               "for `graphql`, `query=` is the document and the rest are variables.")
@@ -79,7 +80,11 @@ def api_command(
             raise click.UsageError("graphql needs -f query='…'")
         query = document
 
-    with Countdown() as countdown, open_session(need_branches=False, on_wait=countdown) as session:
+    from ..commands.stopper import Stopper
+
+    stopper = Stopper()  # SIGINT / SIGTERM end a wait within a second (exit 130), never a traceback
+    stopper.install()
+    with Countdown() as countdown, open_session(need_branches=False, on_wait=countdown, cancel=stopper.event) as session:
         deadline = session.clock.time() + timeout if timeout is not None else None
         answer = call_github(session, path, method=method, fields=fields, query=query, wait=wait, deadline=deadline)
     if include:

@@ -27,9 +27,13 @@ def intake_command(branches: tuple[str, ...], wait: bool, timeout: float | None,
     from ..commands.step import run_rounds, unknown_branches
     from ..commands.session import open_session
 
-    setup_logging(verbose)
+    from ..commands.stopper import Stopper
 
-    with Countdown() as countdown, open_session(on_wait=countdown) as session:
+    setup_logging(verbose)
+    stopper = Stopper()  # SIGINT / SIGTERM end a wait within a second (exit 130), never a traceback
+    stopper.install()
+
+    with Countdown() as countdown, open_session(on_wait=countdown, cancel=stopper.event) as session:
         unknown = unknown_branches(session, branches)
         if unknown:
             raise click.BadParameter(f"{', '.join(unknown)}: no such branch on {session.settings.remote}",

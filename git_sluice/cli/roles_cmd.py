@@ -25,18 +25,29 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     The long-lived role, usually run as a service (contrib/systemd,
     contrib/launchd). Renews its lease every third of the lease length, takes
     over a wait's lease at once and a lapsed one after a full lease by its own
-    observation, and lets go on SIGINT / SIGTERM. Exit 0 when stopped.
+    observation, and lets go on SIGINT / SIGTERM. Exit 0 when stopped; 2 when
+    another driver already runs in this clone (named by its pid).
     """
     from ..logfile import attach_log
     from ..commands.roles import Stopper, drive
     from ..commands.session import open_session
 
+    from ..commands.driverlock import DriverLock
+    from ..commands.step import unknown_branches
+
     setup_logging(verbose)
     stopper = Stopper()
     stopper.install()
-    with open_session() as session:
-        attach_log(session.repo.sluice_dir)
-        drive(session, list(branches) or None, stopper=stopper, say=_say_line)
+    with open_session(cancel=stopper.event) as session:
+        unknown = unknown_branches(session, branches)
+        if unknown:
+            raise click.BadParameter(f"{', '.join(unknown)}: no such branch on {session.settings.remote}",
+                                     param_hint="-b/--branch")
+        with DriverLock(session.repo.sluice_dir):  # before any lease is touched: one driver per clone
+            attach_log(session.repo.sluice_dir)
+            drive(session, list(branches) or None, stopper=stopper, say=_say_line)
+    if stopper.stopped:
+        _say_line(f"stopped ({stopper.name})")
 
 
 @main.command("wait")
@@ -62,7 +73,7 @@ def wait_command(number: int, timeout: float | None, as_json: bool, verbose: boo
     stopper = Stopper()
     stopper.install()
 
-    with Countdown() as countdown, open_session(on_wait=countdown) as session:
+    with Countdown() as countdown, open_session(on_wait=countdown, cancel=stopper.event) as session:
         result = wait_for(session, number, timeout=timeout, stopper=stopper,
                           say=(lambda text: None) if as_json else click.echo)
     if as_json:

@@ -37,7 +37,7 @@ def setup(undo: bool, as_json: bool) -> None:
         message = str(exc) if isinstance(exc, SluiceError) else f"cannot change {exc.filename or 'a file'}: {exc.strerror}"
         if as_json:
             click.echo(json.dumps({"error": message, "exit_code": code}, indent=2))
-        click.echo(f"git-sluice: {message}", err=True)
+        click.echo(f"git sluice: {message}", err=True)
         raise SystemExit(code) from None
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))

@@ -2,7 +2,10 @@
 
 Two hosts (two clones, each with its own host state), one bare remote, one
 GitHub double on loopback. Time is compressed (the double and both hosts share
-a fake clock that starts now), so an hour of discovery takes seconds. Every
+a fake clock), so an hour of discovery takes seconds. The fake clock starts
+as long before now as the story lasts, so it ends about now: what ``--keep``
+leaves (queues read, discoveries asked, a pause ended) reads right on the real
+clock, never "read in 1 h". Every
 figure printed comes from the double's own ledger: what reached "GitHub".
 
 Nothing outside the demo's temporary directory is read or written: it runs
@@ -124,13 +127,18 @@ def _populate(gh: GitHubDouble) -> None:
             gh.review(REPO, n, "carol", "APPROVED")
 
 
+# How far the story moves the fake clock: 62 discovery intervals of 60 s (steps 3 to 5), then the
+# 300 s retry-after of step 5 and a second past it; and a minute more, so it ends just before now.
+STORY_SPAN = 62 * 60 + 300 + 1 + 60
+
+
 def run_demo(*, keep: bool = False, say: Say = print) -> DemoResult:
     """Run the story; returns where it ran and the figures it printed."""
     root = Path(tempfile.mkdtemp(prefix="git-sluice-demo-"))
     saved = _isolate(root)
     figures: dict[str, int] = {}
     try:
-        clock = FakeClock(time.time())
+        clock = FakeClock(time.time() - STORY_SPAN)
         gh = GitHubDouble(clock=clock)
         _populate(gh)
         pool = "user:demo-bot"

@@ -9,47 +9,26 @@ part of a round by (said once) while the local work goes on.
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AllowanceSpent, SluiceError, TimedOut
+from ..errors import AllowanceSpent, CredentialsRefused, Interrupted, SluiceError, TimedOut, local_time
 from ..forge.client import ForgeError, ForgeUnavailable
 from ..intake import graphql as gq
 from ..intake.queue import derive_state
 from ..intake.round import Intake, RoundReport
 from .step import branch_refspecs, intake_for
 from ..remote.git import RemoteRefused, RemoteUnreachable
-from .session import Session, fetch_and_adopt
+from ..remote.leases import LeaseKeeper
+from .refusal import Refusal
+from .stopper import Stopper as Stopper
+from .session import Session, fetch_and_adopt, reread_credentials
 from .watching import next_wake, tick_watch
 
 log = logging.getLogger("git_sluice")
 
 Say = Callable[[str], None]
-
-
-class Stopper:
-    """A stop flag set by SIGINT / SIGTERM (or a test), checked between short sleeps."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self.signal: int | None = None
-
-    def stop(self, signum: int | None = None) -> None:
-        self.signal = signum
-        self._event.set()
-
-    @property
-    def stopped(self) -> bool:
-        return self._event.is_set()
-
-    def install(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda s, _f: self.stop(s))
 
 
 def _sleep_until(session: Session, when: float, stopper: Stopper) -> None:
@@ -90,10 +69,20 @@ def drive(
     tick = max(1.0, min(session.settings.discovery, session.settings.lease / 3))
     revs: dict[str, str | None] = {}
     held: set[str] = set()
+    refusal = Refusal()
     try:
         while not stopper.stopped:
             state.ticks += 1
             started = session.clock.time()
+            if refusal.holding_off(started):  # refused credentials: no call, no lease, until the back-off ends
+                if max_ticks is not None and state.ticks >= max_ticks:
+                    break
+                _sleep_until(session, min(started + tick, refusal.until or started), stopper)
+                continue
+            if refusal.due(started):
+                reread_credentials(session)
+                refusal.retried()
+                say("reading the credentials again and trying once")
             fetch_and_adopt(session, *branch_refspecs(session, chosen))
             try:
                 views = keeper.ensure(chosen, fetch=False)
@@ -112,28 +101,44 @@ def drive(
                         say(f"{branch}: {view.describe()}")
             # the host watch watches what this host takes in, not a branch another host holds
             taken = [b for b in chosen if b not in views or views[b].takes_in]
-            watch = tick_watch(session, taken)
-            for branch in chosen:
-                rev = session.repo.ref(f"refs/remotes/{session.settings.remote}/{branch}")
-                moved = branch in revs and revs[branch] != rev
-                revs[branch] = rev
-                report = _driver_round(session, intake, branch, "moved" if moved else "discovery", state, say)
-                if report is not None:
-                    state.rounds.append(report)
-                    if report.outcome in ("taken-in", "deferred"):
-                        say(report.summary())
-            tick_watch(session, taken)  # the heads these rounds queued as waiting: their baseline now
+            watch = None
+            try:
+                watch = tick_watch(session, taken)
+                if watch is not None:
+                    intake.watch = watch  # (a driver whose first try met a 401 started without one)
+                for branch in chosen:
+                    rev = session.repo.ref(f"refs/remotes/{session.settings.remote}/{branch}")
+                    moved = branch in revs and revs[branch] != rev
+                    revs[branch] = rev
+                    report = _driver_round(session, intake, branch, "moved" if moved else "discovery", state, say)
+                    if report is not None:
+                        state.rounds.append(report)
+                        refusal.accepted()
+                        if report.outcome in ("taken-in", "deferred"):
+                            say(report.summary())
+                tick_watch(session, taken)  # the heads these rounds queued as waiting: their baseline now
+            except CredentialsRefused as exc:
+                until = refusal.refused(session.clock.time())
+                say(f"{exc}; asking GitHub nothing until {local_time(until)}, then reading the credentials again")
+                if held:
+                    _let_go(keeper, held, say)
             if max_ticks is not None and state.ticks >= max_ticks:
                 break
             _sleep_until(session, next_wake(session, watch, started, tick), stopper)
     finally:
         if held and let_go:
-            try:
-                keeper.release(sorted(held))
-                say("let go of the lease of " + ", ".join(sorted(held)))
-            except SluiceError as exc:
-                log.warning("could not let go of the lease: %s", exc)
+            _let_go(keeper, held, say)
     return state
+
+
+def _let_go(keeper: LeaseKeeper, held: set[str], say: Say) -> None:
+    """Delete this driver's own marks (never another's: the keeper deletes only what it wrote)."""
+    try:
+        keeper.release(sorted(held))
+        say("let go of the lease of " + ", ".join(sorted(held)))
+        held.clear()
+    except SluiceError as exc:
+        log.warning("could not let go of the lease: %s", exc)
 
 
 def _driver_round(session: Session, intake: Intake, branch: str, reason: str, state: DriverState, say: Say) -> RoundReport | None:
@@ -141,6 +146,10 @@ def _driver_round(session: Session, intake: Intake, branch: str, reason: str, st
         report: RoundReport = intake.round(branch, reason=reason)
         state.paused_said.clear()
         return report
+    except CredentialsRefused:
+        raise  # the driver's business: let go of the lease, back off, read the credentials again
+    except Interrupted:
+        return None  # stopped mid-round: the loop sees the stop and lets go
     except AllowanceSpent as exc:
         key = (exc.pool, exc.resource)
         if key not in state.paused_said:
@@ -165,14 +174,18 @@ class WaitResult:
     history: list[str] = field(default_factory=list)
 
 
-def find_branch(session: Session, number: int) -> str:
-    """The base branch of request ``number``: from the queue, else GitHub's word (conditional)."""
+def find_branch(session: Session, number: int, deadline: float | None = None) -> str:
+    """The base branch of request ``number``: from the queue, else GitHub's word (conditional).
+
+    A wait waits here too: a pause (this host's, or another host's note) is waited out within
+    the wait's own timeout, not met with exit 3.
+    """
     intake, _ = intake_for(session, role="wait")
     for branch in intake.queue.branches():
         if number in intake.queue.load(branch).entries:
             return branch
     owner, name = session.owner_name
-    answer = session.forge.get(f"repos/{owner}/{name}/pulls/{number}").raise_for_status()
+    answer = session.forge.get(f"repos/{owner}/{name}/pulls/{number}", wait=True, deadline=deadline).raise_for_status()
     return str(answer.json()["base"]["ref"])
 
 
@@ -188,7 +201,8 @@ def wait_for(
     stopper = stopper or Stopper()
     clock = session.clock
     deadline = clock.time() + timeout if timeout is not None else None
-    branch = find_branch(session, number)
+    fetch_and_adopt(session)  # the pause notes first: another host's pause is waited out, not run into
+    branch = find_branch(session, number, deadline)
     intake, keeper = intake_for(session, role="wait")
     history: list[str] = []
     last_said: str | None = None
@@ -204,7 +218,7 @@ def wait_for(
     try:
         while True:
             if stopper.stopped:
-                raise TimedOut(f"wait for #{number} stopped")
+                raise Interrupted(f"wait for #{number} stopped ({stopper.name}); nothing more is asked")
             now = clock.time()
             if deadline is not None and now >= deadline:
                 raise TimedOut(f"#{number} reached no outcome within the timeout (last: {last_said or 'unknown'})")
@@ -236,6 +250,8 @@ def wait_for(
         if took:
             try:
                 keeper.release([branch])
+                if stopper.stopped:
+                    say(f"let go of the lease of {branch}")
             except SluiceError as exc:
                 log.warning("could not let go of the wait's lease: %s", exc)
 

@@ -19,10 +19,11 @@ import httpx
 
 from ..clock import Clock, default_clock
 from ..config import Settings, load_settings
-from ..forge.auth import Credentials, credentials_from_settings, known_pool
+from ..forge.auth import Credentials, api_host, credentials_from_settings, known_pool
 from ..forge.client import Forge
 from ..forge.hoststore import HostStore, Outcome, PauseView, Permit, Wait
 from ..forge.kept import KeptAnswers
+from ..forge.poolguard import PoolHosts
 from ..paths import host_state_dir
 from ..remote.git import RemoteGit
 from ..remote.notes import PauseNote, PauseNotes
@@ -46,6 +47,7 @@ class Session:
     remote: RemoteGit
     notes: PauseNotes
     credentials: Credentials
+    pool_hosts: PoolHosts | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     forge_with: Callable[[KeptAnswers], Forge] | None = None
     """Another forge on the same road and credentials with kept answers elsewhere (the host watch's)."""
@@ -74,14 +76,18 @@ class Session:
 class FleetPauses:
     """The forge's link to the fleet: publish a pause, claim the probe, close the note."""
 
-    def __init__(self, notes: PauseNotes, store: HostStore, host: str, clock: Clock) -> None:
+    def __init__(self, notes: PauseNotes, store: HostStore, host: str, clock: Clock,
+                 on_pool: Callable[[str], None] | None = None) -> None:
         self.notes = notes
         self.store = store
         self.host = host
         self.clock = clock
+        self.on_pool = on_pool
 
     def published(self, pause: PauseView) -> None:
         """Host first (already written), then the fleet: a failure here keeps the host's pause."""
+        if self.on_pool is not None:
+            self.on_pool(pause.pool)
         note = PauseNote(
             pool=pause.pool,
             resource=pause.resource,
@@ -156,7 +162,9 @@ def open_session(
     store = store or HostStore(clock=clock)
     remote = RemoteGit(repo, settings.remote, clock=clock, pools=lambda: own_pools(credentials, repo.sluice_dir))
     notes = PauseNotes(repo, remote, host=settings.host, clock=clock)
-    fleet = FleetPauses(notes, store, settings.host, clock)
+    pool_hosts = PoolHosts(state_dir)
+    fleet = FleetPauses(notes, store, settings.host, clock,
+                        on_pool=lambda pool: pool_hosts.remember(pool, api_host(settings.api)))
 
     def forge_with(kept: KeptAnswers) -> Forge:
         """A forge on this session's road and credentials, keeping its answers in ``kept``."""
@@ -174,10 +182,12 @@ def open_session(
             on_probed=fleet.probed,
             transport=transport,
             cancel=cancel,
+            pool_hosts=pool_hosts,
         )
 
     forge = forge_with(KeptAnswers(repo.sluice_dir / "kept"))
-    session = Session(repo, settings, clock, store, forge, remote, notes, credentials, forge_with=forge_with)
+    session = Session(repo, settings, clock, store, forge, remote, notes, credentials, pool_hosts,
+                      forge_with=forge_with)
     session.closers.append(forge.close)
     if own_store:
         session.closers.append(store.close)
@@ -208,7 +218,11 @@ def adopt_notes(session: Session) -> int:
         return 0
     try:
         pools = own_pools(session.credentials, session.repo.sluice_dir)
-        notes = None if pools is None else [n for n in session.notes.local() if n.pool in pools]
+        notes = [n for n in session.notes.local() if pools is None or n.pool in pools]
+        if session.pool_hosts is not None:  # this remote's notes are pools of this clone's API host
+            for note in notes:
+                session.pool_hosts.remember(note.pool, api_host(session.settings.api))
+        # an unknown pool (a token not yet named) obeys every note: asking whose it is would spend
         return session.notes.adopt_into(session.store, notes)
     except Exception as exc:  # a garbage note must never crash a round
         log.warning("could not read the pause notes: %s", exc)
@@ -230,3 +244,25 @@ def fetch_and_adopt(session: Session, *extra_refspecs: str) -> str | None:
         log.warning("could not fetch refs/sluice/* from %s: %s", session.settings.remote, exc)
     adopt_notes(session)
     return error
+
+
+def reread_credentials(session: Session) -> None:
+    """Read the credentials again (after GitHub refused them): a replaced token is used from now on.
+
+    The forge asks its credentials at every call, so swapping them is enough;
+    a source that no longer yields any keeps the old ones (the next call says 401 again).
+    """
+    try:
+        fresh = credentials_from_settings(
+            api=session.settings.api,
+            app_id=session.settings.app_id,
+            app_key_file=session.settings.app_key_file,
+            installation=session.settings.installation,
+            state_dir=host_state_dir(),
+            clock=session.clock,
+        )
+    except Exception as exc:
+        log.warning("could not read the credentials again: %s", exc)
+        return
+    session.credentials = fresh
+    session.forge.set_credentials(fresh)

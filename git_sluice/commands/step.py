@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from ..errors import CredentialsRefused
 from ..remote.git import tracking_ref
 from ..remote.leases import LeaseKeeper
 from .session import Session, fetch_and_adopt
@@ -30,6 +31,10 @@ def intake_for(session: Session, *, role: str = "step") -> tuple[Intake, LeaseKe
         seen = session.repo.ref(tracking_ref(settings.remote, branch))
         return seen if seen is not None else session.repo.ref(f"refs/remotes/{settings.remote}/{branch}")
 
+    try:
+        watch = watch_for(session, ticking=role == "driver")
+    except CredentialsRefused:
+        watch = None  # the driver backs off at its first tick; it hands its rounds the watch once it ticks
     intake = Intake(
         sluice_dir=session.repo.sluice_dir,
         repository=settings.repository,
@@ -39,7 +44,7 @@ def intake_for(session: Session, *, role: str = "step") -> tuple[Intake, LeaseKe
         clock=session.clock,
         lease_reader=keeper.read,
         branch_rev=branch_rev,
-        watch=watch_for(session, ticking=role == "driver"),
+        watch=watch,
     )
     return intake, keeper
 

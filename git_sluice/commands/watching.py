@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from ..errors import Interrupted
+from ..errors import CredentialsRefused, Interrupted
 from ..forge.auth import known_pool
 from ..forge.kept import KeptAnswers
 from ..intake.hostwatch import HostWatch
@@ -50,6 +50,8 @@ def watch_for(session: Session, *, ticking: bool = False) -> HostWatch | None:
             clock=session.clock, sluice_dir=session.repo.sluice_dir, forge=forge,
             budget=session.store.budget, pool=pool,
         )
+    except (Interrupted, CredentialsRefused):
+        raise  # a stop, or a 401 when the pool is learned: the caller's to handle, not an optimisation's
     except Exception as exc:  # the watch is an optimisation: never a reason for a command to fail
         log.warning("no host watch for this clone (%s): its rounds ask for themselves", exc)
         return None
@@ -65,8 +67,8 @@ def tick_watch(session: Session, branches: Sequence[str]) -> HostWatch | None:
     try:
         watch.register(branches)
         watch.tick()
-    except Interrupted:
-        raise  # a stop request ends the tick, as it ends any wait on the road
+    except (Interrupted, CredentialsRefused):
+        raise  # a stop request ends the tick, as it ends any wait on the road; a 401 is the driver's to back off
     except Exception as exc:
         log.warning("the host watch could not tick (%s): rounds ask for themselves", exc)
     return watch

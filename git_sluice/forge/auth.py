@@ -9,8 +9,10 @@ installation token that lives in memory only and is renewed before it expires.
 The **pool id** is what every host calls the allowance, in refs and output: a
 short hash of the API host and the installation (App) or the user id (learned
 once per token with ``GET /user`` and remembered in the host state dir under
-the token's hash, never the token). Where neither can be learned it is a hash
-of the token's own hash, so it still names the allowance and reveals nothing.
+the token's hash, never the token). ``GET /user`` is never asked while a
+pause stands on the API host (forge/poolguard.py: an unknown pool obeys every
+pause there); where it cannot be learned the calls go under a provisional
+pool, a hash of the token's own hash, so it still reveals nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ import filelock
 import httpx
 
 from ..clock import Clock
-from ..errors import SluiceError
+from ..errors import CredentialsRefused, SluiceError
+from .tokencache import SharedTokens
 
 log = logging.getLogger("git_sluice")
 
@@ -110,19 +113,29 @@ class StaticToken:
     def known_pool_id(self) -> str | None:
         return self.resolver.known(self.value)
 
+    def provisional_pool_id(self) -> str:
+        """The name this token's calls go under while its user is not known (never remembered)."""
+        return pool_id(api_host(self.api), "token", token_digest(self.value))
+
     def __repr__(self) -> str:  # never show the token, not even in a debugger or a crash trace
         return f"StaticToken(source={self.source!r})"
+
+
+_REFUSED = "\0refused"  # _ask_user's word for a 401: the credentials are wrong, asking again cannot help
 
 
 class UserPoolResolver:
     """Learns a token's user id once (``GET /user``) and remembers it under the token's hash."""
 
-    def __init__(self, api: str, state_dir: Path, *, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, api: str, state_dir: Path, *, transport: httpx.BaseTransport | None = None,
+                 source: str | None = None) -> None:
         self.api = api.rstrip("/")
+        self.source = source
         self.path = state_dir / "pools.json"
         self.transport = transport
         self._cache: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._said = False  # the "not known yet" warning, once per process
 
     def pool_for(self, token: str) -> str:
         digest = token_digest(token)
@@ -134,9 +147,11 @@ class UserPoolResolver:
                 self._cache[digest] = known
                 return known
             user_id = self._ask_user(token)
+            if user_id is _REFUSED:
+                raise CredentialsRefused(401, f"{self.api}/user", "Bad credentials", source=self.source)
             host = api_host(self.api)
             if user_id is None:
-                # not learnable now (GitHub down, limited): name it by the token's hash, for this process only
+                # not learnable now (GitHub down, limited): a provisional name, for this process only
                 return pool_id(host, "token", digest)
             pid = pool_id(host, "user", user_id)
             self._cache[digest] = pid
@@ -153,19 +168,30 @@ class UserPoolResolver:
         return known if isinstance(known, str) else None
 
     def _ask_user(self, token: str) -> str | None:
+        """The user id, None when not learnable now, ``_REFUSED`` when GitHub refuses the token itself."""
         try:
             with httpx.Client(transport=self.transport, timeout=10.0) as client:
                 answer = client.get(
                     f"{self.api}/user",
                     headers={"Authorization": f"token {token}", "Accept": "application/vnd.github+json"},
                 )
+            if answer.status_code == 401:
+                return _REFUSED
             if answer.status_code != 200:
-                log.warning("GET /user answered %s: pool named by the token's hash for now", answer.status_code)
+                self._said, said = True, self._said
+                (log.debug if said else log.warning)(
+                    "GitHub answered %s to GET /user: this token's allowance is not known yet; "
+                    "its calls obey every pause on %s until it is", answer.status_code, api_host(self.api),
+                )
                 return None
             ident = answer.json().get("id")
             return str(ident) if ident is not None else None
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
-            log.warning("GET /user failed (%s): pool named by the token's hash for now", type(exc).__name__)
+            self._said, said = True, self._said
+            (log.debug if said else log.warning)(
+                "GET /user failed (%s): this token's allowance is not known yet; "
+                "its calls obey every pause on %s until it is", type(exc).__name__, api_host(self.api),
+            )
             return None
 
     def _load(self) -> dict[str, object]:
@@ -187,7 +213,13 @@ class UserPoolResolver:
 
 
 class AppInstallation:
-    """A GitHub App installation token, minted from a local JWT and held in memory only."""
+    """A GitHub App installation token, minted from a local JWT and held in memory only.
+
+    With ``shared`` (forge/tokencache.py) the host's processes share one token
+    in git's credential-cache daemon: a process takes the shared one while it
+    has more than ``RENEW_BEFORE`` to live, and the first to find it nearer its
+    end mints the next under the mint lock, for everyone.
+    """
 
     RENEW_BEFORE = 300.0  # seconds before expiry
 
@@ -200,8 +232,11 @@ class AppInstallation:
         installation: str,
         clock: Clock,
         transport: httpx.BaseTransport | None = None,
+        shared: SharedTokens | None = None,
     ) -> None:
         self.api = api.rstrip("/")
+        self.shared = shared
+        self.minted = 0  # tokens this process minted (tests, -v)
         self.app_id = app_id
         self.key_file = key_file
         self.installation = installation
@@ -238,12 +273,35 @@ class AppInstallation:
                 f"sluice.appKeyFile={self.key_file}: not a usable RSA private key (PEM) ({type(exc).__name__})"
             ) from None
 
+    def _fresh(self, expires_at: float) -> bool:
+        return self.clock.time() < expires_at - self.RENEW_BEFORE
+
     def token(self) -> str:
         with self._lock:
-            if self._token is None or self.clock.time() >= self._expires_at - self.RENEW_BEFORE:
+            if self._token is not None and self._fresh(self._expires_at):
+                return self._token
+            if self.shared is None:
                 self._mint()
+            else:
+                key = SharedTokens.key(api_host(self.api), str(self.app_id), str(self.installation))
+                with self.shared.minting(key):
+                    got = self.shared.get(key)
+                    if got is not None and self._fresh(got.expires_at):
+                        self._token, self._expires_at = got.token, got.expires_at
+                        log.info("GitHub App %s: the host's installation token, shared", self.app_id)
+                    else:
+                        self._mint()
+                        assert self._token is not None
+                        self.shared.put(key, self._token, self._expires_at)
             assert self._token is not None
             return self._token
+
+    def refused(self) -> None:
+        """GitHub said 401 to the token: forget it here and on the host, so the next call mints anew."""
+        with self._lock:
+            self._token, self._expires_at = None, 0.0
+            if self.shared is not None:
+                self.shared.forget(SharedTokens.key(api_host(self.api), str(self.app_id), str(self.installation)))
 
     def _mint(self) -> None:
         url = f"{self.api}/app/installations/{self.installation}/access_tokens"
@@ -266,6 +324,8 @@ class AppInstallation:
             )
         data = answer.json()
         self._token = str(data["token"])
+        self.minted += 1
+        log.info("GitHub App %s: minted an installation token for installation %s", self.app_id, self.installation)
         try:
             self._expires_at = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00")).timestamp()
         except (KeyError, ValueError):
@@ -349,7 +409,8 @@ def credentials_from_settings(
         if not app_key_file or not installation:
             raise NoCredentials("sluice.appId is set: also set sluice.appKeyFile and sluice.installation")
         return AppInstallation(
-            api=api, app_id=app_id, key_file=app_key_file, installation=installation, clock=clock, transport=transport
+            api=api, app_id=app_id, key_file=app_key_file, installation=installation, clock=clock, transport=transport,
+            shared=SharedTokens(state_dir),
         )
     found = find_token(api)
     if found is None:
@@ -359,4 +420,5 @@ def credentials_from_settings(
             "or configure a GitHub App (sluice.appId, sluice.appKeyFile, sluice.installation)"
         )
     token, source = found
-    return StaticToken(value=token, source=source, api=api, resolver=UserPoolResolver(api, state_dir, transport=transport))
+    return StaticToken(value=token, source=source, api=api,
+                       resolver=UserPoolResolver(api, state_dir, transport=transport, source=source))

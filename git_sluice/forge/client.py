@@ -23,6 +23,7 @@ before the next waiter takes its turn (else it would ask again at once).
 from __future__ import annotations
 
 import json as jsonlib
+import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,12 +36,13 @@ from .. import __version__
 from ..clock import Clock
 from ..errors import CredentialsRefused, ForeignURL, ForgeAnswered, ForgeError, ForgeUnavailable
 from . import origins, rules
-from .auth import Credentials
+from .auth import Credentials, api_host, known_pool
 from .flight import SingleFlight
 from .hoststore import HostStore
 from .kept import KeptAnswers, address_of
 from .ledger import Ledger
 from .memory import FailureMemory
+from .poolguard import PoolHosts, Standing, choose
 from .permits import Admission, HostGate, PauseListener, ProbeClaim, ProbeListener, WaitListener
 from .revalidate import Revalidate
 from .road import CALL, COST, COUNTED, FROM_CACHE, SHARED, VERDICT, Call, Stats, Waits
@@ -52,6 +54,23 @@ __all__ = [
 ]
 
 USER_AGENT = f"git-sluice/{__version__}"
+
+log = logging.getLogger("git_sluice")
+
+
+def _short(url: str, api: str) -> str:
+    """A call's URL as -v shows it: the path under sluice.api (never a token: none is in a URL)."""
+    return url[len(api):] or "/" if url.startswith(api) else url
+
+
+def _told(status: int, marks: Mapping[str, Any], counted: bool) -> str:
+    """What one call cost, for -v: shared, kept (304), or counted."""
+    if marks.get(SHARED):
+        return f"{status}, shared from another caller's call (no call)"
+    if marks.get(FROM_CACHE):
+        return "304, the kept answer (free)"
+    cost = int(marks.get(COST) or 0)
+    return f"{status}, {'counted' + (f' ({cost})' if cost > 1 else '') if counted else 'not counted'}"
 
 
 @dataclass
@@ -65,6 +84,8 @@ class Answer:
     from_kept: bool = False
     shared: bool = False
     counted: bool = False
+    source: str | None = None  # where the credentials came from: named when GitHub refuses them (401)
+    observed: str | None = None  # observe-only: what enforcement would have done with this throttle
 
     def json(self) -> Any:  # Any: GitHub's JSON, whatever the endpoint returns
         return jsonlib.loads(self.body) if self.body else None
@@ -82,8 +103,11 @@ class Answer:
                     message = str(data.get("message", ""))
             except ValueError:
                 message = self.body[:200].decode("utf-8", "replace")
-            error = CredentialsRefused if self.status == 401 else ForgeAnswered
-            raise error(self.status, self.url, message or "error")
+            if self.status == 401:
+                raise CredentialsRefused(self.status, self.url, message or "error", source=self.source)
+            if self.observed:
+                message = f"{message or 'error'}; {self.observed}"
+            raise ForgeAnswered(self.status, self.url, message or "error")
         return self
 
     def next_url(self) -> str | None:
@@ -118,8 +142,10 @@ class Forge:
         timeout: float = 30.0,
         permit_deadline: float = 60.0,
         cancel: threading.Event | None = None,
+        pool_hosts: PoolHosts | None = None,
     ) -> None:
         self.api = api.rstrip("/")
+        self.pool_hosts = pool_hosts
         self.graphql_url = graphql_url
         self.credentials = credentials
         self.store = store
@@ -149,9 +175,9 @@ class Forge:
     ) -> httpx.BaseTransport:
         """The layers, innermost first (the module docstring reads them outermost first)."""
         road: httpx.BaseTransport = Deadline(wire, self.clock, self.waits, timeout=self.timeout)
-        road = Authorize(road, self.credentials.token, (self.api, self.graphql_url))
+        road = Authorize(road, lambda: self.credentials.token(), (self.api, self.graphql_url))
         road = Ledger(road, self.store, self.clock, self.stats)
-        road = HostGate(road, admission, lambda: self.pool, self.stats, on_pause=on_pause, on_probed=on_probed)
+        road = HostGate(road, admission, self.pool_for, self.stats, on_pause=on_pause, on_probed=on_probed)
         road = Revalidate(road, self.kept, self.clock, self.stats)
         road = FailureMemory(road, self.kept, self.clock, self.stats)
         return SingleFlight(road, self.kept, self.clock, self.stats, self.waits)
@@ -166,9 +192,34 @@ class Forge:
         self.close()
 
     # -- public ------------------------------------------------------------
+    def set_credentials(self, credentials: Credentials) -> None:
+        """Use these credentials from the next call on (read again after a 401)."""
+        self.credentials = credentials
+
     @property
     def pool(self) -> str:
-        return self.credentials.pool_id()
+        return self.pool_for("core")
+
+    def pool_for(self, resource: str) -> str:
+        """The pool a call of ``resource`` spends; never asks GitHub while a pause stands (forge/poolguard.py)."""
+        host = api_host(self.api)
+        known = known_pool(self.credentials)
+        provisional = getattr(self.credentials, "provisional_pool_id", None)
+        if known is None and callable(provisional):
+            standing = [Standing(p.pool, p.resource, p.until, p.observe_only) for p in self.store.pauses()]
+            hosts = self.pool_hosts
+            choice = choose(None, standing, resource, api_host=host,
+                            host_of=hosts.host_of if hosts is not None else (lambda _pool: None),
+                            provisional=str(provisional()))
+            if choice.pool is not None:
+                log.debug("this token's pool is not known yet and a pause stands on %s: %s", host,
+                         f"the call goes under pool {choice.pool}'s pause" if choice.how == "paused"
+                         else "GET /user is not asked; the call goes under a provisional pool")
+                return choice.pool
+        pool = self.credentials.pool_id()
+        if self.pool_hosts is not None and known_pool(self.credentials) == pool:
+            self.pool_hosts.remember(pool, host)
+        return pool
 
     def url_for(self, path: str, params: Mapping[str, Any] | None = None) -> str:
         """The full URL of a path; a full URL only at sluice.api's or sluice.graphql's exact origin."""
@@ -232,6 +283,15 @@ class Forge:
                 self.stats.points += int(marks.get(COST) or 0)
             else:
                 self.stats.counted += int(marks.get(COST) or 0)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s: %s", method, _short(url, self.api), _told(response.status_code, marks, counted))
+        observed = None
+        if not self.enforce and isinstance(verdict, rules.Verdict) and verdict.kind == "throttle":
+            observed = self._observed(verdict)
+        if response.status_code == 401:
+            refused = getattr(self.credentials, "refused", None)
+            if callable(refused):
+                refused()  # an App forgets its token (here and on the host); the next call mints anew
         return Answer(
             response.status_code,
             {k.lower(): v for k, v in response.headers.items()},
@@ -240,4 +300,18 @@ class Forge:
             from_kept=bool(marks.get(FROM_CACHE)),
             shared=bool(marks.get(SHARED)),
             counted=counted,
+            source=getattr(self.credentials, "source", None),
+            observed=observed,
         )
+
+    def _observed(self, verdict: rules.Verdict) -> str:
+        """An observe-only throttle in words: what would have been paused, never "rate-limited"."""
+        from ..errors import local_time
+
+        try:
+            pause = self.store.pause_for(self.pool_for(verdict.resource), verdict.resource)
+        except Exception:
+            pause = None
+        until = f" until {local_time(pause.until)}" if pause is not None else ""
+        return (f"observe-only (sluice.enforce=false): git-sluice would have paused {verdict.resource}{until} "
+                "and held this call; it went out")

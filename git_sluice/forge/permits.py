@@ -60,6 +60,8 @@ class Admission:
                 return decision
             if decision.reason == "paused":
                 if not wait or (deadline is not None and decision.until > deadline):
+                    log.debug("%s of pool %s paused: not sent (no waiting %s)", resource, pool,
+                             "asked" if not wait else "past the deadline")
                     raise AllowanceSpent(pool, resource, decision.until)
                 if not said_paused and self.on_wait is not None:
                     self.on_wait(decision)
@@ -73,7 +75,7 @@ class Admission:
 
 class HostGate(httpx.BaseTransport):
     def __init__(
-        self, inner: httpx.BaseTransport, admission: Admission, pool: Callable[[], str], stats: Stats,
+        self, inner: httpx.BaseTransport, admission: Admission, pool: Callable[[str], str], stats: Stats,
         *, on_pause: PauseListener | None = None, on_probed: ProbeListener | None = None,
     ) -> None:
         self.inner, self.admission, self.pool, self.stats = inner, admission, pool, stats
@@ -83,7 +85,8 @@ class HostGate(httpx.BaseTransport):
         call = call_of(request)
         resource = rules.resource_for(request.method, request.url.path)
         while True:
-            permit = self.admission.admit(self.pool(), resource, wait=call.wait, deadline=call.deadline)
+            # the pool per resource: a token whose pool is unknown goes under a standing pause's
+            permit = self.admission.admit(self.pool(resource), resource, wait=call.wait, deadline=call.deadline)
             request.extensions = {**request.extensions, PERMIT: permit}
             try:
                 response = self.inner.handle_request(request)
@@ -93,6 +96,8 @@ class HostGate(httpx.BaseTransport):
             verdict: rules.Verdict = response.extensions[VERDICT]
             pause = self._finish(permit, verdict)
             if verdict.kind == "throttle":
+                log.debug("%s of pool %s: %s: the host pauses%s", verdict.resource, permit.pool, verdict.reason,
+                         "" if self.admission.enforce else " (observe-only: it would have)")
                 self.stats.throttles += 1
                 if self.admission.enforce:
                     until = pause.until if pause is not None else self.admission.clock.time() + rules.FALLBACK_BASE

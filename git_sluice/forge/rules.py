@@ -24,7 +24,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -42,10 +42,12 @@ VerdictKind = Literal["ok", "spent_ok", "throttle", "permission", "failure", "ot
 ThrottleClass = Literal["primary", "secondary", "unknown"]
 PauseHow = Literal["retry-after", "reset", "fallback"]
 
-_PRIMARY_WORDING = ("api rate limit exceeded",)
+# GitHub says "API rate limit exceeded for …" on a window's first refusal and
+# "API rate limit already exceeded for …" on the ones after it.
+_PRIMARY_WORDING = ("api rate limit exceeded", "api rate limit already exceeded")
 _SECONDARY_WORDING = ("secondary rate limit", "abuse detection", "submitted too quickly")
 # Generic wording that says a limit was hit without saying which.
-_GENERIC_WORDING = ("rate limit exceeded", "rate limited")
+_GENERIC_WORDING = ("rate limit exceeded", "rate limit already exceeded", "rate limited")
 _GRAPHQL_LIMIT_TYPES = frozenset({"RATE_LIMITED", "RATE_LIMIT"})
 _GRAPHQL_LIMIT_CODES = frozenset({"graphql_rate_limit"})
 
@@ -154,6 +156,10 @@ class Verdict:
     reset: float | None
     remaining: int | None
     reason: str
+    # GraphQL's own RATE_LIMITED error: GitHub's word that the points are gone
+    # for this window, even when ``remaining`` is above 0 (a query costing more
+    # than is left), so its credible reset is believed.
+    graphql_limited: bool = False
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:
@@ -314,7 +320,13 @@ def classify(
 
     graphql_cls = _graphql_limit(doc)
     if graphql_cls is not None:
-        return throttle(graphql_cls)
+        limited = throttle(graphql_cls)
+        if graphql_cls == "primary" and rh.remaining:
+            reason = f"GraphQL rate limited: the query costs more than the {rh.remaining} points left"
+            if rh.reset is not None:
+                reason += f" (reset in {_in(rh.reset - now)})"
+            return replace(limited, graphql_limited=True, reason=reason)
+        return replace(limited, graphql_limited=graphql_cls == "primary")
 
     if status in (403, 429):
         wording = _wording_class(_messages(doc) if parsed and doc is not None else text)
@@ -376,7 +388,9 @@ def pause_until(
     """Until when a throttle (or a spent success) pauses its resource, and on whose word.
 
     A credible ``retry-after`` first, then a credible reset when remaining is
-    0; both are used exactly as given (no jitter: it could only shorten or
+    0 (or a GraphQL ``RATE_LIMITED``, whatever ``remaining`` says: the query
+    cost more than was left, so nothing smaller is promised before the reset);
+    both are used exactly as given (no jitter: it could only shorten or
     lengthen GitHub's own word, and the probe already keeps hosts from waking
     all at once). Anything else takes the fallback for this ``streak`` plus the
     deterministic jitter of (``pool_id``, ``epoch``).
@@ -384,7 +398,7 @@ def pause_until(
     if credible_retry_after(verdict.retry_after, now):
         assert verdict.retry_after is not None
         return verdict.retry_after, "retry-after"
-    if verdict.remaining == 0 and credible_reset(verdict.reset, now):
+    if (verdict.remaining == 0 or verdict.graphql_limited) and credible_reset(verdict.reset, now):
         assert verdict.reset is not None
         return verdict.reset, "reset"
     return now + fallback_delay(streak) + jitter(pool_id, epoch), "fallback"

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock
-from ..errors import Interrupted, SluiceError
+from ..errors import CredentialsRefused, Interrupted, SluiceError
+from ..jsonshape import field_map
 from ..statefile import file_lock, try_acquire
 from . import pace as pacing
 from . import watch as w
@@ -39,8 +40,9 @@ from .readings import list_item, needs_recheck
 from .request import Request
 from .watchstore import Answers, Cursor, HeadInterest, Registry, RepoInterest, item_json, item_of
 
-if TYPE_CHECKING:  # a type only: the watch is handed its forge, it never builds one
+if TYPE_CHECKING:
     from ..forge.client import Forge
+    from ..forge.hoststore import BudgetRow
 
 log = logging.getLogger("git_sluice")
 
@@ -100,7 +102,7 @@ class HostWatch:
         clock: Clock,
         sluice_dir: Path,
         forge: Forge | None = None,
-        budget: Callable[[], Iterable[Any]] | None = None,
+        budget: Callable[[], Iterable[BudgetRow]] | None = None,
         pool: str | None = None,
     ) -> None:
         self.watch_dir = Path(watch_dir)
@@ -151,6 +153,12 @@ class HostWatch:
         return float(value) if isinstance(value, (int, float)) else None
 
     # ------------------------------------------------------------ the host's side
+    @property
+    def _client(self) -> Forge:
+        """The forge a tick asks: only a ticking watch has one, and :meth:`tick` returns at once without."""
+        assert self.forge is not None, "only a ticking host watch asks GitHub"
+        return self.forge
+
     def tick(self, *, wait: float = WAIT_FOR_TICK) -> TickReport | None:
         """Tick for the host when due; None when not due, or another process ticks (waited for, briefly)."""
         if self.forge is None:
@@ -184,12 +192,12 @@ class HostWatch:
         if not isinstance(tick, int):
             return {}
         interests, _ = self.registry.interests(self.group, self.clock.time())
-        repos = doc.get("repos") if isinstance(doc.get("repos"), dict) else {}
-        heads = doc.get("heads") if isinstance(doc.get("heads"), dict) else {}
+        repos = field_map(doc, "repos")
+        heads = field_map(doc, "heads")
         out: dict[str, tuple[set[str], list[HeadInterest]]] = {}
         for repository, interest in interests.items():
-            record = repos.get(repository) if isinstance(repos.get(repository), dict) else {}
-            bases = record.get("bases") if isinstance(record.get("bases"), dict) else {}
+            record = field_map(repos, repository)
+            bases = field_map(record, "bases")
             new_bases = {
                 b for b in interest.bases
                 if not isinstance(bases.get(b), dict) or bases[b].get("asked_tick") != tick
@@ -212,9 +220,9 @@ class HostWatch:
         heads = dict(doc.get("heads") or {})
         interval = float(doc["interval"]) if isinstance(doc.get("interval"), (int, float)) else self.discovery
         for repository, (bases, new_heads) in sorted(joining.items()):
-            old = repos.get(repository) if isinstance(repos.get(repository), dict) else {}
+            old = field_map(repos, repository)
             record = dict(old)
-            record["bases"] = dict(old.get("bases") or {}) if isinstance(old.get("bases"), dict) else {}
+            record["bases"] = dict(field_map(old, "bases"))
             record.setdefault("mode", "rest")
             try:
                 for base in sorted(bases):
@@ -226,7 +234,7 @@ class HostWatch:
                     rec = self._probe_head(repository, head, w.HeadRecord(), record, tick, now, interval)
                     heads[f"{repository} {head.sha}"] = _head_json(rec)
                     report.heads_asked += 1
-            except Interrupted:
+            except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
                 raise
             except (SluiceError, ValueError) as exc:
                 report.errors[repository] = str(exc)
@@ -249,17 +257,17 @@ class HostWatch:
         interval = interval or self.discovery
         epoch = doc.get("epoch") if isinstance(doc.get("epoch"), str) else Answers.new_epoch()
         tick = int(doc["tick"]) + 1 if isinstance(doc.get("tick"), int) and epoch == doc.get("epoch") else 1
-        repos_doc = doc.get("repos") if isinstance(doc.get("repos"), dict) else {}
-        heads_doc = doc.get("heads") if isinstance(doc.get("heads"), dict) else {}
+        repos_doc = field_map(doc, "repos")
+        heads_doc = field_map(doc, "heads")
         report = TickReport(tick)
         new_repos: dict[str, Any] = {}
         new_heads: dict[str, Any] = {}
         graphql_repos: list[str] = []
         for repository in sorted(interests):
-            old = repos_doc.get(repository) if isinstance(repos_doc.get(repository), dict) else {}
+            old = field_map(repos_doc, repository)
             mode = _mode_of(old)
             record = dict(old)
-            record["bases"] = dict(old.get("bases") or {}) if isinstance(old.get("bases"), dict) else {}
+            record["bases"] = dict(field_map(old, "bases"))
             new_repos[repository] = record
             if mode.mode == "graphql":
                 graphql_repos.append(repository)
@@ -267,7 +275,7 @@ class HostWatch:
             try:
                 self._rest_repo(repository, interests[repository], record, mode, heads_doc, new_heads, tick, now,
                                 interval, report)
-            except Interrupted:
+            except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
                 raise
             except (SluiceError, ValueError) as exc:
                 report.errors[repository] = str(exc)
@@ -276,7 +284,7 @@ class HostWatch:
             try:
                 self._graphql_repos(graphql_repos, interests, new_repos, heads_doc, new_heads, tick, now,
                                     interval, report)
-            except Interrupted:
+            except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
                 raise
             except (SluiceError, ValueError) as exc:
                 for repository in graphql_repos:
@@ -325,7 +333,7 @@ class HostWatch:
             try:
                 new_heads[key] = _head_json(self._probe_head(repository, head, rec, record, tick, now, interval))
                 report.heads_asked += 1
-            except Interrupted:
+            except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
                 raise
             except (SluiceError, ValueError) as exc:
                 new_heads[key] = _head_json(rec)
@@ -335,14 +343,14 @@ class HostWatch:
 
     def _list(self, repository: str, base: str) -> tuple[list[Request], bool]:
         owner, name = repository.split("/", 1)
-        url: str | None = self.forge.url_for(
+        url: str | None = self._client.url_for(
             f"repos/{owner}/{name}/pulls", {"state": "open", "base": base, "per_page": 100}
         )
         items: list[Request] = []
         fresh = False
         pages = 0
         while url is not None and pages < 100:
-            answer = self.forge.get(url).raise_for_status()
+            answer = self._client.get(url).raise_for_status()
             fresh = fresh or not answer.from_kept
             page = answer.json()
             if not isinstance(page, list):
@@ -357,12 +365,12 @@ class HostWatch:
         now: float, interval: float,
     ) -> w.HeadRecord:
         path = f"repos/{repository}/commits/{head.sha}"
-        runs = self.forge.get(f"{path}/check-runs").raise_for_status()
+        runs = self._client.get(f"{path}/check-runs").raise_for_status()
         status_json = None
         learned = record.get("statuses_at")
         learn = not isinstance(learned, (int, float)) or now - learned > 3600 or learned > now + 60
         if record.get("uses_statuses") is not False or learn:
-            status = self.forge.get(f"{path}/status").raise_for_status()
+            status = self._client.get(f"{path}/status").raise_for_status()
             status_json = status.json()
             if learn or record.get("uses_statuses") is None:
                 record["uses_statuses"] = w.uses_statuses(status_json)
@@ -387,7 +395,7 @@ class HostWatch:
         pages = 0
         while pending and pages < MAX_GRAPHQL_PAGES:
             text, variables = w.build_watch_query(pending)
-            payload = self.forge.graphql(text, variables)
+            payload = self._client.graphql(text, variables)
             report.graphql_queries += 1
             pages += 1
             following = []
@@ -408,7 +416,8 @@ class HostWatch:
             record = new_repos[repository]
             mode = _mode_of(record)
             answers = [gathered.get((repository, b)) for b in sorted(interests[repository].bases)]
-            if any(a is None or a.error is not None for a in answers):
+            got = [a for a in answers if a is not None and a.error is None]
+            if len(got) != len(answers):
                 report.errors[repository] = next((a.error for a in answers if a is not None and a.error), "no answer")
                 record.update({"mode": "rest", "still": 0, "fingerprint": None, "rebasing": False})
                 for key, value in heads_doc.items():
@@ -416,13 +425,12 @@ class HostWatch:
                         new_heads[key] = value
                 continue
             rollups: dict[str, str | None] = {}
-            for base, answer in zip(sorted(interests[repository].bases), answers):
-                assert answer is not None
+            for base, answer in zip(sorted(interests[repository].bases), got):
                 old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
                 items, known = _keep_labels(answer.items, old)
                 _store_base(record, base, items, known, old, tick)
                 rollups.update(answer.rollups)
-            after = w.after_graphql(mode, answers[0].fingerprint if answers else None)
+            after = w.after_graphql(mode, got[0].fingerprint if got else None)
             record.update({
                 "mode": after.mode, "still": after.still, "rebasing": after.rebasing,
                 "fingerprint": list(after.fingerprint) if after.fingerprint is not None else None,
@@ -446,7 +454,8 @@ class HostWatch:
 
 def _mode_of(record: Mapping[str, Any]) -> w.RepoMode:
     mode = record.get("mode") if record.get("mode") in ("rest", "graphql") else "rest"
-    still = record.get("still") if isinstance(record.get("still"), int) else 0
+    raw_still = record.get("still")
+    still = raw_still if isinstance(raw_still, int) else 0
     fingerprint = record.get("fingerprint")
     return w.RepoMode(
         mode=str(mode), still=max(0, min(still, w.QUIET_TICKS)),
@@ -511,8 +520,9 @@ def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> 
     epoch, tick, ticked_at = doc.get("epoch"), doc.get("tick"), doc.get("ticked_at")
     if not isinstance(epoch, str) or not isinstance(tick, int) or not isinstance(ticked_at, (int, float)):
         return None
-    interval = doc.get("interval") if isinstance(doc.get("interval"), (int, float)) else 60.0
-    stretch = doc.get("stretch") if isinstance(doc.get("stretch"), (int, float)) else 1.0
+    raw_interval, raw_stretch = doc.get("interval"), doc.get("stretch")
+    interval = raw_interval if isinstance(raw_interval, (int, float)) else 60.0
+    stretch = raw_stretch if isinstance(raw_stretch, (int, float)) else 1.0
     length = max(10.0, min(float(interval) * max(1.0, min(float(stretch), pacing.MAX_STRETCH)), 4 * 3600.0))
     next_at = doc.get("next_at")
     due_at = float(next_at) if isinstance(next_at, (int, float)) else float(ticked_at) + length

@@ -15,10 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # a type only: the rows come from the host store's budget()
-    from ..forge.hoststore import BudgetRow
+from typing import Any, Protocol
 
 WINDOW = 3600.0
 """GitHub's primary windows last an hour (core and GraphQL alike)."""
@@ -82,16 +79,36 @@ def project(
     return Pace(pool, resource, int(used), int(limit), float(reset), projected, share, stretch_for(share))
 
 
-def paces(rows: Iterable[BudgetRow], now: float, *, pool: str | None = None) -> list[Pace]:
+class BudgetReading(Protocol):
+    """What a pace is projected from: the host ledger's row (``HostStore.budget()``) or doctor's line.
+
+    A protocol, not either class: the ledger's row lives in :mod:`git_sluice.forge` and doctor's in
+    :mod:`git_sluice.commands`, and this pure module depends on neither.
+    """
+
+    @property
+    def pool(self) -> str: ...
+    @property
+    def resource(self) -> str: ...
+    @property
+    def limit(self) -> int | None: ...
+    @property
+    def used(self) -> int | None: ...
+    @property
+    def reset(self) -> float | None: ...
+    @property
+    def observed_at(self) -> float | None: ...
+
+
+def paces(rows: Iterable[BudgetReading], now: float, *, pool: str | None = None) -> list[Pace]:
     """A :class:`Pace` per budget row (``HostStore.budget()``) that says enough, of ``pool`` when given."""
     out = []
     for row in rows:
-        if pool is not None and getattr(row, "pool", None) != pool:
+        if pool is not None and row.pool != pool:
             continue
         found = project(
-            pool=str(getattr(row, "pool", "")), resource=str(getattr(row, "resource", "")),
-            limit=getattr(row, "limit", None), used=getattr(row, "used", None), reset=getattr(row, "reset", None),
-            observed_at=getattr(row, "observed_at", None), now=now,
+            pool=str(row.pool), resource=str(row.resource), limit=row.limit, used=row.used, reset=row.reset,
+            observed_at=row.observed_at, now=now,
         )
         if found is not None:
             out.append(found)

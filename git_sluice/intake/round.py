@@ -89,6 +89,7 @@ class Intake:
         lease = self.lease_reader(branch)
         holder = lease.holder if lease is not None and lease.oid is not None else None
         if lease is not None and not lease.takes_in:
+            log.debug("%s: %s holds the lease: no call, this clone's entries withdrawn", branch, lease.holder or "a foreign mark")
             report = self._defer(branch, lease, started)
             self.rounds.record(report)
             return report
@@ -100,6 +101,7 @@ class Intake:
             if watched is not None:
                 return self._watched_round(branch, watched, holder, rev, started, wait=wait, deadline=deadline)
             decision = due(self.discovery_log.last(branch), now=now, interval=self.discovery, rev=rev, reason=reason)
+            log.debug("%s: %s: %s", branch, "asking GitHub" if decision.ask else "no call", decision.why)
             if not decision.ask:
                 report = RoundReport(
                     branch, "within-interval", f"{decision.why}; next discovery at {rfc3339(decision.next_at or now)}",
@@ -212,6 +214,8 @@ class Intake:
                 if self.checks_moved(doc.entries[number].head_sha, wait=wait, deadline=deadline)
             ]
         to_read = set(plan.query_numbers(checked))
+        log.debug("%s: %d open; checks asked for %s, moved: %s; reading %s", branch, len(items),
+                 _numbers(plan.to_check), _numbers(checked), _numbers(sorted(to_read)) or "none (one GraphQL read saved)")
         result = gq.ParseResult()
         if to_read:
             result = gq.read_all(
@@ -328,3 +332,8 @@ def _visible(entry: Entry) -> tuple[Any, ...]:
         entry.title, entry.head_sha, entry.draft, entry.review_decision, entry.checks_state,
         tuple(entry.failing), entry.mergeable, tuple(entry.labels), entry.state,
     )
+
+
+def _numbers(numbers: Any) -> str:
+    """``#3, #7`` for a log line; empty for none."""
+    return ", ".join(f"#{n}" for n in numbers)

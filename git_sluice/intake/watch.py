@@ -274,7 +274,7 @@ def parse_watch_answer(payload: Any, targets: Sequence[Target]) -> list[TargetAn
         answer = TargetAnswer()
         node = data.get(f"r{i}") if isinstance(data, Mapping) else None
         connection = node.get("pullRequests") if isinstance(node, Mapping) else None
-        if not isinstance(connection, Mapping):
+        if not isinstance(node, Mapping) or not isinstance(connection, Mapping):
             answer.error = failed.get(f"r{i}") or "not in the answer"
             out.append(answer)
             continue

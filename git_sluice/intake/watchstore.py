@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..jsonshape import field_list, field_map
 from ..statefile import JsonDocument
 from .request import Request
 
@@ -85,8 +86,8 @@ class Registry:
             entry = self._entry(data, clone)
             if entry.get("repository") != repository or entry.get("group") != group:
                 entry.clear()  # the clone was reconfigured: what it said before is void
-            old_bases = entry.get("bases") if isinstance(entry.get("bases"), list) else []
-            old_heads = entry.get("heads") if isinstance(entry.get("heads"), dict) else {}
+            old_bases = field_list(entry, "bases")
+            old_heads = field_map(entry, "heads")
             entry.update({
                 "repository": repository, "group": group, "discovery": float(discovery), "seen_at": now,
                 "bases": sorted(
@@ -129,8 +130,7 @@ class Registry:
                 interval = float(discovery) if interval is None else min(interval, float(discovery))
             interest = out.setdefault(repository, RepoInterest())
             interest.bases.update(b for b in value.get("bases") or [] if isinstance(b, str) and b)
-            heads = value.get("heads") if isinstance(value.get("heads"), dict) else {}
-            for base, items in heads.items():
+            for base, items in field_map(value, "heads").items():
                 for item in items if isinstance(items, list) else []:
                     head = _head(repository, base, item)
                     if head is not None:

@@ -302,7 +302,7 @@ def gate(store: HostStore, clock: FakeClock, recorder: Recorder, stats: Stats | 
          **listeners: object) -> HostGate:
     stats = stats or Stats()
     admission = Admission(store, clock, Waits(clock), stats, enforce=True, permit_deadline=60)
-    return HostGate(Verdicts(recorder, clock), admission, lambda: "pool1", stats, **listeners)  # type: ignore[arg-type]
+    return HostGate(Verdicts(recorder, clock), admission, lambda _resource: "pool1", stats, **listeners)  # type: ignore[arg-type]
 
 
 def test_a_throttle_pauses_the_host_and_the_next_call_is_not_sent(store: HostStore, clock: FakeClock) -> None:
@@ -352,7 +352,7 @@ def test_a_wait_for_a_pause_stops_when_told(store: HostStore, clock: FakeClock) 
     inner = Recorder(ok(b'{"message": "API rate limit exceeded"}', 429, retry_after="600"), ok())
     stats = Stats()
     admission = Admission(store, clock, Waits(clock, cancel), stats, enforce=True, permit_deadline=60)
-    layer = HostGate(Verdicts(inner, clock), admission, lambda: "pool1", stats,
+    layer = HostGate(Verdicts(inner, clock), admission, lambda _resource: "pool1", stats,
                      on_pause=lambda view: cancel.set())  # SIGTERM arrives as the pause opens
     start = clock.time()
     with pytest.raises(Interrupted):

@@ -421,3 +421,28 @@ def test_parse_retry_after_forms() -> None:
     assert parse_retry_after(" 90 ", NOW) == NOW + 90
     assert parse_retry_after("1.5", NOW) == NOW + 1.5
     assert parse_retry_after(None, NOW) is None
+
+
+# --- issue 13 point 8: GitHub's other words for a spent limit -------------------------
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_already_exceeded_wording_is_a_primary_throttle_not_a_permission_error(status: int) -> None:
+    # GitHub's later refusals in a window say "already exceeded"; without a
+    # remaining-0 header the wording alone must still pause
+    v = rest(status, {}, body({"message": "API rate limit already exceeded for user ID 1."}))
+    assert (v.kind, v.cls) == ("throttle", "primary")
+
+
+def test_graphql_rate_limited_with_points_left_pauses_until_the_reset_not_the_fallback() -> None:
+    doc = {"errors": [{"type": "RATE_LIMITED", "message": "API rate limit exceeded for user ID 1."}]}
+    v = gql(200, rate(3, reset=NOW + 1800, resource="graphql"), body(doc))
+    assert (v.kind, v.cls, v.remaining, v.graphql_limited) == ("throttle", "primary", 3, True)
+    assert "3 points left" in v.reason
+    assert pause_until(v, now=NOW, streak=2, pool_id=POOL, epoch=1) == (NOW + 1800, "reset")
+
+
+def test_graphql_rate_limited_with_an_incredible_reset_still_falls_back() -> None:
+    doc = {"errors": [{"type": "RATE_LIMITED", "message": "x"}]}
+    v = gql(200, rate(3, reset=NOW + 86400, resource="graphql"), body(doc))
+    assert pause_until(v, now=NOW, streak=0, pool_id=POOL, epoch=1)[1] == "fallback"

@@ -364,4 +364,4 @@ def test_a_hooks_folder_it_cannot_write_is_an_error_not_a_crash(make_world) -> N
     proc = world.sluice("setup", "--json")
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["exit_code"] == 1
-    assert proc.stderr.startswith("git-sluice: cannot change") and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("git sluice: cannot change") and "Traceback" not in proc.stderr

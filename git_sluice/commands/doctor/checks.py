@@ -182,7 +182,16 @@ def config_checks(origins: Mapping[str, tuple[str, str]], *, enforce: bool = Tru
 
 def config_error_check(exc: ConfigError) -> Check:
     """A value git-sluice refuses: the key, what it holds, and the accepted form."""
+    from ...errors import NoRemote, UnknownKey
+
     key = exc.key
+    if isinstance(exc, NoRemote):
+        return Check("remote", "fail", "this clone has no git remote",
+                     "add the remote the team shares: git remote add origin URL")
+    if isinstance(exc, UnknownKey):
+        hint = f"did you mean {exc.suggestion}? " if exc.suggestion else ""
+        return Check(f"config {key}", "fail", f"{key} is not a git-sluice setting",
+                     f"{hint}remove it ({exc.unset})" + (f" and set {exc.suggestion} instead" if exc.suggestion else ""))
     if key.startswith("sluice."):
         advice = f"set it to {exc.accepted} (git config --global {key} …) or remove it (git config --unset {key})"
     else:

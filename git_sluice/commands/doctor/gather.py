@@ -313,6 +313,7 @@ def _token_and_access(
 ) -> list[Check]:
     """Where the token came from, and one (conditional) GET of the repository with it."""
     from ...forge.auth import AppAuthError
+    from ...errors import CredentialsRefused
     from ...forge.client import ForgeUnavailable
 
     credentials = session.credentials
@@ -335,6 +336,8 @@ def _token_and_access(
         access = access_check(settings.repository, error=exc.reason)
     except AppAuthError as exc:
         token, access = token_check(None, settings.api, error=str(exc)), access_check(settings.repository)
+    except CredentialsRefused:  # GET /user, asked to name the pool, was refused: the token itself is bad
+        access = access_check(settings.repository, status=401, source=credentials.source)
     except SluiceError as exc:
         access = access_check(settings.repository, error=str(exc))
     finally:

@@ -1,0 +1,47 @@
+"""How a long-running command stops: SIGINT and SIGTERM set one flag that every wait watches.
+
+``drive``, ``wait``, ``intake --wait`` and ``api --wait`` may sit for an hour
+in a pause. Each installs a :class:`Stopper`; the forge's waits (a pause, a
+probe, another caller's flight) watch its ``event`` between short slices, and
+the roles' own sleeps watch ``stopped``, so a stop is seen within a second in
+every state and the command leaves by its ``finally`` blocks, letting go of
+what it holds. A light module: ``api`` and ``intake`` import it without the roles.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+SIGNAL_NAMES: dict[int, str] = {int(signal.SIGINT): "SIGINT", int(signal.SIGTERM): "SIGTERM"}
+
+
+class Stopper:
+    """A stop flag set by SIGINT / SIGTERM (or a test), checked between short sleeps."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.signal: int | None = None
+
+    def stop(self, signum: int | None = None) -> None:
+        self.signal = signum
+        self._event.set()
+
+    @property
+    def event(self) -> threading.Event:
+        """What the forge's waits watch (``open_session(cancel=…)``)."""
+        return self._event
+
+    @property
+    def stopped(self) -> bool:
+        return self._event.is_set()
+
+    @property
+    def name(self) -> str:
+        return SIGNAL_NAMES.get(self.signal, "a stop request") if self.signal is not None else "a stop request"
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda s, _f: self.stop(s))
