@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "contrib" / "bench" / "fleet.py"
-SCENARIOS = {"s1", "s2", "s3", "s4", "s5", "s6", "s7"}
+SCENARIOS = {"s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"}
 
 
 def _report_module():
@@ -51,10 +51,14 @@ def test_the_section_is_replaced_and_nothing_else(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_quick_mode_gives_every_scenario_figures_or_a_reason(tmp_path: Path) -> None:
-    out, raw = tmp_path / "benchmarks.md", tmp_path / "benchmarks.json"
+    out, raw, readme = tmp_path / "benchmarks.md", tmp_path / "benchmarks.json", tmp_path / "README.md"
     out.write_text("# Benchmarks\n\nkept as it was\n")
+    readme.write_text("# x\n\n<!-- bench:readme:start -->\nold\n<!-- bench:readme:end -->\n\n## After\n")
     done = subprocess.run(
-        [sys.executable, str(HARNESS), "--quick", "--out", str(out), "--json", str(raw)],
+        # --allow-dirty: the suite runs on uncommitted work too; the refusal itself is tested in
+        # test_bench_provenance.py
+        [sys.executable, str(HARNESS), "--quick", "--allow-dirty", "--out", str(out), "--json", str(raw),
+         "--readme", str(readme)],
         cwd=ROOT, capture_output=True, text=True, timeout=240,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -77,3 +81,19 @@ def test_quick_mode_gives_every_scenario_figures_or_a_reason(tmp_path: Path) -> 
     assert text.startswith("# Benchmarks\n\nkept as it was\n")
     assert "<!-- bench:fleet:start -->" in text and "<!-- bench:fleet:end -->" in text
     assert "python contrib/bench/fleet.py --quick" in text
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert data["provenance"]["commit"] == commit and f"Commit: `{commit}`" in text
+    assert ("NOT FROM ONE COMMIT" in text) == data["provenance"]["dirty"]
+    # issue 11's figures per run, for each of the three ways to authenticate
+    s1 = [row["figure"] for row in scenarios["s1"]["rows"]]
+    for auth in ("user", "app", "ghes"):
+        for figure in ("REST calls counted /h", "GraphQL points /h", "calls reaching GitHub /h",
+                       "busiest minute on one endpoint", "refusals /h", "freshness of a change on GitHub, p99"):
+            assert any(f.startswith(f"[{auth}] {figure}") for f in s1), f"S1 has no {figure} for {auth}"
+    written = readme.read_text()
+    assert written.startswith("# x\n\n<!-- bench:readme:start -->") and written.endswith("## After\n")
+    assert "old" not in written and "[user] " not in written and "user token: REST counted /h" in written
+    app = scenarios["s1"]["raw"]["app"]["git-sluice"]
+    # every process authenticated as the App: the installation's pool, the App's own for the exchange,
+    # never the user's token (warm-up included: a token minted then lives the whole quick window)
+    assert "installation:171576254" in app["pools_seen"] and "user:fleet-bot" not in app["pools_seen"]

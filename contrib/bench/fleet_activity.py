@@ -9,6 +9,13 @@ run, completed minutes later (success or failure) — which moves no
 host's ``git fetch`` then brings it (the hooks fire), and GitHub recomputes
 every other request's mergeability a minute later.
 
+Beside it, **unrelated activity** as production repositories have it (issue
+11): a push to a branch no request heads every 2 minutes per repository, a
+star or an issue every 10 minutes (a "busy" profile pushes every minute).
+None of it moves a request, yet on GitHub each changes every list page's
+ETag (the repository embedded in each item) and the combined status: a
+conditional list then answers 200, counted. It leaves no expectation.
+
 Each change leaves an :class:`Expectation`: what a reader of the queue (or a
 baseline's own view) must show once it has seen the change. Freshness is the
 time from the change to the first moment a view shows it.
@@ -47,6 +54,46 @@ class Rates:
 
 MODERATE = Rates()
 QUIET = Rates(0.0, 0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class Unrelated:
+    """Repository activity no request sees: seconds between pushes to other branches, and between a
+    star or an issue (alternating). Each repository keeps its own phase (seeded), as real ones do."""
+
+    push_every: float = 120.0
+    star_or_issue_every: float = 600.0
+    name: str = "production"
+
+    def describe(self) -> str:
+        return (f"{self.name} unrelated activity (a push to another branch every {self.push_every / 60:g} min, "
+                f"a star or an issue every {self.star_or_issue_every / 60:g} min, per repository)")
+
+
+PRODUCTION = Unrelated()
+BUSY = Unrelated(push_every=60.0, name="busy")
+
+
+def unrelated_plan(repos: list[str], unrelated: Unrelated | None, duration: float, *, seed: int) -> list[Intent]:
+    """The unrelated changes in ``duration`` seconds from the start of a run (deterministic for a seed)."""
+    if unrelated is None:
+        return []
+    intents: list[Intent] = []
+    for repo in repos:
+        # one generator per kind, so a shorter run sees exactly the beginning of a longer one's changes
+        rng = random.Random(f"{seed}/{repo}/unrelated-push")
+        t = rng.uniform(0, unrelated.push_every)
+        while t < duration:
+            intents.append(Intent(t, "branch-push", repo, rng.randrange(1 << 30), 0))
+            t += unrelated.push_every
+        rng = random.Random(f"{seed}/{repo}/unrelated-star")
+        t, star = rng.uniform(0, unrelated.star_or_issue_every), rng.random() < 0.5
+        while t < duration:
+            intents.append(Intent(t, "star" if star else "issue", repo, rng.randrange(1 << 30), 0))
+            star = not star
+            t += unrelated.star_or_issue_every
+    intents.sort(key=lambda i: (i.at, i.repo, i.kind))
+    return intents
 
 
 @dataclass(frozen=True)
@@ -142,6 +189,8 @@ class GitSide(Protocol):
 
     def holder(self, repo: str) -> int | None: ...
 
+    def other_push(self, repo: str, branch: str) -> str: ...
+
 
 class NoGit:
     """The baselines' side: the double alone; a push or fetch runs a step pass if asked to."""
@@ -170,6 +219,10 @@ class NoGit:
 
     def holder(self, repo: str) -> int | None:
         return None
+
+    def other_push(self, repo: str, branch: str) -> str:
+        self._n += 1
+        return fake_sha(repo, 30_000 + self._n, 2)
 
 
 @dataclass
@@ -225,7 +278,18 @@ class Activity:
     def apply(self, intent: Intent, now: float) -> None:
         rng = random.Random(intent.seed)
         self.applied[intent.kind] = self.applied.get(intent.kind, 0) + 1
-        getattr(self, f"_{intent.kind}")(intent, rng, now)
+        getattr(self, "_" + intent.kind.replace("-", "_"))(intent, rng, now)
+
+    # -- unrelated activity: no request moves, no expectation -------------------------------
+    def _branch_push(self, intent: Intent, rng: random.Random, now: float) -> None:
+        branch = f"wip-{rng.randrange(4)}"
+        self.gh.push_branch(intent.repo, branch, self.git.other_push(intent.repo, branch))
+
+    def _star(self, intent: Intent, rng: random.Random, now: float) -> None:
+        self.gh.star(intent.repo)
+
+    def _issue(self, intent: Intent, rng: random.Random, now: float) -> None:
+        self.gh.open_issue(intent.repo, author=rng.choice(("alice", "bob")))
 
     def _ci(self, repo: str, sha: str, rng: random.Random, now: float, number: int) -> None:
         self.gh.add_check_run(repo, sha, CHECK, status="in_progress", conclusion=None)

@@ -3,7 +3,13 @@
 - :class:`NaivePoller` — the sluice incident before its fix (ADR 0071): every
   pass, every 3 s, lists the open requests and reads each one's reviews and
   checks by REST, no ETags; a spent limit is read as an error (the pass
-  ends, the next starts 3 s later).
+  ends, the next starts 3 s later). *Paced as the ADR describes*: the
+  fleet's calls are spread so that the allowance lasts 45 minutes and the
+  fleet is refused for the last 15 of every hour ("refused for about fifteen
+  minutes of every hour"), its refused passes still starting every 3 s.
+- :class:`TowerFixPoller` — Tower's own fix (its issue's amended
+  acceptance): the open-items overview kept 180 s, the two searches 600 s,
+  a failure kept too; 52 counted points an hour per repository.
 - :class:`DashboardPoller` — the Tower incident: per repository three
   GraphQL-backed reads, kept 30 s; a failed read is not kept, so the next poll
   (every 2.5 s) asks all three again; nothing reads the reset.
@@ -68,15 +74,47 @@ class Answer:
         return 60.0
 
 
-class Direct:
-    """One process's calls, straight into the double's pipeline."""
+class AppMinter:
+    """A GitHub App's key: mints an installation token as the product does (a JWT, then the exchange)."""
 
-    def __init__(self, gh: GitHubDouble, token: str, refusals: dict[str, int] | None = None) -> None:
+    def __init__(self, gh: GitHubDouble, app_id: int, installation_id: int, private_pem: bytes) -> None:
+        self.gh, self.app_id, self.installation_id, self.private_pem = gh, app_id, installation_id, private_pem
+
+    def mint(self) -> str:
+        import jwt
+
+        now = int(self.gh.clock.time())
+        assertion = jwt.encode({"iat": now - 60, "exp": now + 540, "iss": str(self.app_id)}, self.private_pem,
+                               algorithm="RS256")
+        response = handle(self.gh, Request("POST", f"/app/installations/{self.installation_id}/access_tokens", "",
+                                           {"authorization": f"Bearer {assertion}",
+                                            "accept": "application/vnd.github+json"}, b""),
+                          lambda seconds, released: released.wait(seconds))
+        if response.status != 201:
+            raise RuntimeError(f"the double refused an installation token: {response.status} {response.body[:200]!r}")
+        return str(json.loads(response.body)["token"])
+
+
+class Direct:
+    """One process's calls, straight into the double's pipeline (with an App: its own installation token)."""
+
+    def __init__(self, gh: GitHubDouble, token: str | None, refusals: dict[str, int] | None = None,
+                 minter: AppMinter | None = None) -> None:
         self.gh = gh
-        self.auth = f"token {token}"
+        self.minter = minter
+        self.auth = f"token {token}" if token is not None else ""
         self.refusals = refusals if refusals is not None else {"primary": 0, "secondary": 0}
 
     def call(self, method: str, target: str, headers: dict[str, str] | None = None, body: bytes = b"") -> Answer:
+        if self.minter is not None and not self.auth:
+            self.auth = f"token {self.minter.mint()}"
+        answer = self._send(method, target, headers, body)
+        if answer.status == 401 and self.minter is not None:  # the hour's token expired: a new one, once
+            self.auth = f"token {self.minter.mint()}"
+            answer = self._send(method, target, headers, body)
+        return answer
+
+    def _send(self, method: str, target: str, headers: dict[str, str] | None, body: bytes) -> Answer:
         path, _, query = target.partition("?")
         sent = {"authorization": self.auth, "accept": "application/vnd.github+json"}
         sent.update({k.lower(): v for k, v in (headers or {}).items()})
@@ -154,12 +192,17 @@ class NaivePoller:
     repo: str
     observer: Observer | None = None
     views: dict[int, View] = field(default_factory=dict)
+    pace: float = 0.0  # seconds between this process's calls (0: back to back)
 
     def run_pass(self) -> Pass:
         owner_name = f"/repos/{self.repo}"
         target: str | None = f"{owner_name}/pulls?state=open&base=main&per_page=100"
         items: list[dict[str, Any]] = []
+        first = True
         while target is not None:
+            if not first and self.pace:
+                yield self.pace
+            first = False
             answer = self.direct.call("GET", target)
             if answer.status != 200:
                 return  # "a spent limit read as an error": this pass ends
@@ -178,13 +221,15 @@ class NaivePoller:
         for item in items:
             number, sha = item["number"], item["head"]["sha"]
             for suffix in (f"pulls/{number}", f"commits/{sha}/check-runs", f"commits/{sha}/status"):
+                if self.pace:
+                    yield self.pace
                 answer = self.direct.call("GET", f"{owner_name}/{suffix}")
                 if answer.status != 200:
                     return
                 if suffix.endswith("check-runs"):
                     self.views[number].checks_done = _checks_done(answer.json())
             self._observe(False)
-        if False:  # pragma: no cover - makes this a generator that never sleeps
+        if False:  # pragma: no cover - makes this a generator even when it never sleeps
             yield 0.0
 
     def _observe(self, complete: bool) -> None:
@@ -307,3 +352,41 @@ class DashboardPoller:
                     ok = False  # executeForgeCommand returns null; the cache keeps only non-null
             if ok:
                 self.cached_at[repo] = now
+
+
+def adr_pace(processes: int, allowance: int, window: float = 3600.0, lasts: float = 0.75) -> float:
+    """Seconds between one naive process's calls so that ``processes`` of them spend ``allowance`` in
+    ``lasts`` of the window (the ADR: refused for about fifteen minutes of every hour)."""
+    return processes * window * lasts / allowance
+
+
+@dataclass
+class TowerFixPoller:
+    """Tower after its own fix: the open-items overview kept 180 s, the two searches 600 s, failures kept.
+
+    Counted per repository and hour: 20 × 2 points (the open items, a multi-hundred-node query) + 6 + 6
+    = 52, the issue's own "52 calls/h per watched workspace".
+    """
+
+    direct: Direct
+    repos: list[str]
+    ttls: tuple[float, float, float] = (180.0, 600.0, 600.0)
+    asked_at: dict[tuple[str, int], float] = field(default_factory=dict)
+    suspended_until: float = 0.0
+
+    def poll(self, now: float) -> None:
+        if now < self.suspended_until:
+            return  # item 2 of the fix: nothing until the reset once rate-limited
+        for repo in self.repos:
+            owner, name = repo.split("/", 1)
+            for index, (query, ttl) in enumerate(zip(OVERVIEW_QUERIES, self.ttls)):
+                at = self.asked_at.get((repo, index))
+                if at is not None and now - at < ttl:
+                    continue
+                body = json.dumps({"query": query, "variables": {"owner": owner, "name": name}}).encode()
+                answer = self.direct.call("POST", "/graphql", {"content-type": "application/json"}, body)
+                self.asked_at[(repo, index)] = now  # a failure is kept too (item 1: a negative cache)
+                if answer.throttled:
+                    reset = answer.headers.get("x-ratelimit-reset", "")
+                    self.suspended_until = float(reset) if reset.isdigit() else now + 60.0
+                    return

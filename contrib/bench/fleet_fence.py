@@ -228,7 +228,7 @@ def fence_baseline(*, siblings: int = 8, others: int = 4, calls_each: int = 3, s
                    hang: float = 1.0, ramp_hang: float = 0.3) -> dict[str, Any]:
     """Per-process clients: each learns of the throttle from its own call, waits retry-after, retries."""
     started = time.monotonic()
-    clock, gh = _double(float(int(time.time())), 1.0)
+    clock, gh, _ = _double(float(int(time.time())), 1.0)
     name = repo_name(1)
     gh.add_repo(name)
 

@@ -4,21 +4,31 @@ Every figure here is a real process reaped with ``wait4`` (so its CPU is its
 own and its children's, never the double's, which runs in the harness), or a
 real ``git push`` / ``git fetch`` timed with and without the hooks, in
 alternation, so a noisy machine slows both alike and the ratio survives.
+Issue 15's rows each stand beside a bare ``python -c pass`` measured in the
+same run (:func:`python_baseline`), so a figure from a slower or busier
+machine can still be read. Two figures are taken in-process: the CPU of a
+quiet round inside a running ``drive`` (the calling thread's CPU, so the
+double serving on other threads is not in it), and the SQLite write
+transactions a quiet round makes (a fresh ``git sluice intake`` process whose
+``sqlite3.connect`` is wrapped to count them).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
+from git_sluice.commands.roles import drive
 from git_sluice.commands.step import run_rounds
 
 from fleet_activity import Activity
 from fleet_baselines import Direct, NaivePoller
 from fleet_sluice import GitWorld, measured_run, tally, wait_for_hook_rounds
-from fleet_world import POOL, TOKEN, World, repo_name, world
+from fleet_world import TOKEN, World, as_host, repo_name, world
 
 
 def _median(values: list[float]) -> float | None:
@@ -41,7 +51,7 @@ def round_cpu(requests: int = 500, changed: int = 5, samples: int = 1) -> dict[s
         def intake(label: str) -> None:
             mark = len(w.gh.ledger)
             run = measured_run(["git", "sluice", "intake", "--json"], clone, env, timeout=600)
-            t = tally(w.gh, mark, len(w.gh.ledger), pool=POOL)
+            t = tally(w.gh, mark, len(w.gh.ledger))
             out[label] = {"cpu": run.cpu, "wall": run.wall, "exit": run.returncode, "requests": t.requests,
                           "counted_rest": t.counted_rest, "points": t.points,
                           "error": run.stderr.decode(errors="replace").strip()[-300:] if run.returncode else ""}
@@ -52,8 +62,15 @@ def round_cpu(requests: int = 500, changed: int = 5, samples: int = 1) -> dict[s
             w.gh.review(name, n, "carol", "APPROVED")
         w.clock.advance(61)
         intake("changed")
+        quiet = []
+        for _ in range(max(samples, 1)):
+            w.clock.advance(61)
+            intake("quiet")
+            quiet.append(out["quiet"])
+        out["quiet"] = sorted(quiet, key=lambda r: r["cpu"])[len(quiet) // 2]
         w.clock.advance(61)
-        intake("quiet")
+        out["sqlite_writes"] = sqlite_writes_of_a_round(clone, env)
+        out["in_drive"] = in_drive_cpu(w, host, name, samples=max(samples, 3))
         # the naive pass over the same requests, for its call count (in-process, against this double)
         # (GitHub's secondary limit would end that pass at 900 calls; lifted here to count all it asks)
         w.gh.secondary_points_per_minute = {}
@@ -63,6 +80,164 @@ def round_cpu(requests: int = 500, changed: int = 5, samples: int = 1) -> dict[s
         out["naive_pass_requests"] = len(w.gh.ledger) - mark
         out["wall_seconds"] = time.monotonic() - started
         return out
+
+
+# A fresh git-sluice process whose sqlite3.connect counts write transactions: a BEGIN, or a write
+# statement outside one (autocommit), per connection; the count goes to the file named by argv[1].
+COUNT_WRITES = r"""
+import atexit, sqlite3, sys
+out, argv = sys.argv[1], sys.argv[2:]
+count = [0]
+_connect = sqlite3.connect
+def connect(*args, **kwargs):
+    conn = _connect(*args, **kwargs)
+    state = {"tx": False}
+    def trace(sql):
+        head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+        if head == "BEGIN":
+            state["tx"] = True
+            count[0] += 1
+        elif head in ("COMMIT", "END", "ROLLBACK"):
+            state["tx"] = False
+        elif head in ("INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP") and not state["tx"]:
+            count[0] += 1
+    conn.set_trace_callback(trace)
+    return conn
+sqlite3.connect = connect
+atexit.register(lambda: open(out, "w").write(str(count[0])))
+sys.argv = ["git-sluice", *argv]
+from git_sluice.entry import main
+sys.exit(main())
+"""
+
+
+def sqlite_writes_of_a_round(clone: Path, env: dict[str, str]) -> dict[str, Any]:
+    """SQLite write transactions of one quiet ``git sluice intake`` (a fresh process, counted by wrapping)."""
+    counter = clone.parent / "sqlite-writes.count"
+    run = measured_run([sys.executable, "-c", COUNT_WRITES, str(counter), "intake", "--json"], clone, env,
+                       timeout=600)
+    if run.returncode != 0 or not counter.exists():
+        return {"error": run.stderr.decode(errors="replace").strip()[-300:] or "no count written"}
+    return {"writes": int(counter.read_text() or 0), "cpu": run.cpu}
+
+
+def in_drive_cpu(w: World, host: Any, name: str, samples: int = 3) -> dict[str, Any]:
+    """The CPU of a quiet tick inside a running ``drive`` (warm session, this thread's CPU only)."""
+    session = w.session(host, name)
+    cpu, calls = [], []
+    with as_host(host):
+        drive(session, max_ticks=1, let_go=False)  # the drive starts: lease, first round, the watch's first tick
+        for _ in range(samples):
+            w.clock.advance(61)
+            mark = len(w.gh.ledger)
+            before = time.thread_time()
+            drive(session, max_ticks=1, let_go=False)
+            cpu.append(time.thread_time() - before)
+            calls.append(len(w.gh.ledger) - mark)
+    return {"cpu": _median(cpu), "calls": _median(calls), "samples": samples}
+
+
+def python_baseline(samples: int = 5) -> dict[str, Any]:
+    """A bare ``python -c pass`` (this interpreter): what any Python command costs before its own work."""
+    wall, cpu = [], []
+    for _ in range(max(samples, 1)):
+        run = measured_run([sys.executable, "-c", "pass"], Path.cwd(), None)  # type: ignore[arg-type]
+        wall.append(run.wall)
+        cpu.append(run.cpu)
+    return {"wall": _median(wall), "cpu": _median(cpu), "samples": len(wall)}
+
+
+def command_walls(samples: int = 5) -> dict[str, Any]:
+    """``git sluice status`` and ``git sluice queue --json`` from start to end, over a 20-request queue."""
+    with world() as w:
+        name = repo_name(1)
+        w.add_repo(name)
+        Activity(w.gh, GitWorld(w, [])).populate(name, 20, seed=7)
+        host = w.add_host("host-1", hooks=False)
+        clone = host.clones[name]
+        env = w.host_env(host)
+        run_rounds(w.session(host, name))
+        out: dict[str, Any] = {}
+        for key, args in (("status", ["git", "sluice", "status"]), ("queue", ["git", "sluice", "queue", "--json"])):
+            walls, calls = [], 0
+            for _ in range(max(samples, 1)):
+                mark = len(w.gh.ledger)
+                run = measured_run(args, clone, env)
+                calls += len(w.gh.ledger) - mark
+                if run.returncode != 0:
+                    out[key] = {"error": run.stderr.decode(errors="replace").strip()[-300:]}
+                    break
+                walls.append(run.wall)
+            else:
+                out[key] = {"wall": _median(walls), "calls": calls, "samples": len(walls)}
+        return out
+
+
+def prepush_at(heads: int, samples: int = 5) -> dict[str, Any]:
+    """A ``git push`` of a branch nobody takes in, with ``heads`` queued heads, hooks on and off (paired)."""
+    with world() as w:
+        name = repo_name(1)
+        w.add_repo(name)
+        Activity(w.gh, GitWorld(w, [])).populate(name, heads, seed=11)
+        hooked = w.add_host("hooked", hooks=True)
+        plain = w.add_host("plain", hooks=False)
+        gitside = GitWorld(w, [hooked, plain])
+        reports = run_rounds(w.session(hooked, name))
+        queued = sum(len(getattr(r, "entries", ()) or ()) for r in reports) if reports else None
+        marks = hooked.clones[name] / ".git" / "sluice" / "heads.d"
+        times: dict[str, list[float]] = {"hooked": [], "plain": []}
+        for i in range(max(samples, 1)):
+            order = [(0, "hooked"), (1, "plain")] if i % 2 == 0 else [(1, "plain"), (0, "hooked")]
+            for index, label in order:
+                host = gitside.hosts[index]
+                clone = host.clones[name]
+                branch = f"scratch-{label}"
+                sha = w.new_commit(w.repos[name], branch, f"scratch {i}")
+                git_env = w.host_env(host)
+                import subprocess
+
+                subprocess.run(["git", "-C", str(clone), "-c", "core.hooksPath=/dev/null", "fetch", "-q", "origin",
+                                f"+refs/heads/{branch}:refs/heads/{branch}"], env=git_env, check=True,
+                               capture_output=True)
+                run = measured_run(["git", "push", "-q", "-f", "origin", f"{sha}:refs/heads/{branch}-mine"], clone,
+                                   git_env)
+                if run.returncode != 0:
+                    return {"error": run.stderr.decode(errors="replace").strip()[-300:]}
+                times[label].append(run.wall)
+                wait_for_hook_rounds(clone)
+        added = _median([h - p for h, p in zip(times["hooked"], times["plain"])])
+        hook = _hook_alone(w, hooked, name, max(samples, 5))
+        return {"heads": heads, "marks": sum(1 for _ in marks.rglob("*~")) if marks.is_dir() else None,
+                "queued": queued, "hooked": _median(times["hooked"]), "plain": _median(times["plain"]),
+                "added": added, "samples": len(times["hooked"]), **hook}
+
+
+def _hook_alone(w: World, host: Any, name: str, samples: int) -> dict[str, Any]:
+    """The installed pre-push script run as git runs it (a push of a branch nobody takes in), timed alone:
+    a whole push's wall at thousands of refs is too noisy to show a few milliseconds."""
+    import subprocess
+
+    clone = host.clones[name]
+    env = w.host_env(host)
+    path = subprocess.run(["git", "-C", str(clone), "rev-parse", "--git-path", "hooks/pre-push"], env=env,
+                          capture_output=True, text=True).stdout.strip()
+    hook = (clone / path) if not Path(path).is_absolute() else Path(path)
+    if not hook.is_file():
+        return {"hook_error": f"no pre-push hook at {hook}"}
+    sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], env=env, capture_output=True,
+                         text=True).stdout.strip()
+    stdin = clone.parent / "pre-push.stdin"
+    stdin.write_text(f"refs/heads/scratch-alone {sha} refs/heads/scratch-alone {'0' * 40}\n")
+    walls = []
+    for _ in range(samples):
+        started = time.monotonic()
+        with open(stdin, "rb") as feed:
+            done = subprocess.run([str(hook), "origin", str(w.repos[name].bare)], cwd=clone, env=env, stdin=feed,
+                                  capture_output=True)
+        walls.append(time.monotonic() - started)
+        if done.returncode != 0:
+            return {"hook_error": done.stderr.decode(errors="replace").strip()[-300:] or f"exit {done.returncode}"}
+    return {"hook_wall": _median(walls), "hook_samples": len(walls)}
 
 
 def queue_startup(samples: int = 5) -> dict[str, Any]:

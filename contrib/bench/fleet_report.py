@@ -19,6 +19,8 @@ from fleet_scenarios import Row, Scenario
 
 START = "<!-- bench:fleet:start -->"
 END = "<!-- bench:fleet:end -->"
+README_START = "<!-- bench:readme:start -->"
+README_END = "<!-- bench:readme:end -->"
 
 
 def machine() -> dict[str, Any]:
@@ -91,7 +93,9 @@ compressed, not the intervals.
   waits (`roles.wait_for` with a 1 ms timeout, repeated at the interval the
   wait would sleep), and the fence scenario's sibling processes (sessions with
   their own host-store connections, on threads). Sessions due at the same
-  moment run together on 4 threads. A host's in-process drivers and waits
+  moment run together on 4 threads; runs that stand alone (S1's App and
+  Enterprise Server runs, S3's quiet run, S8's tick runs) run in a second
+  worker process, each a world of its own. A host's in-process drivers and waits
   share one host-store connection: a second connection opened in one process
   drops the first one's POSIX locks (`HostStore._open_once` opens and closes
   the database file itself), and a hook round's process that then closes
@@ -107,25 +111,39 @@ compressed, not the intervals.
   the pollers' first passes and cache fill), then a measured window; "/h"
   figures are the window's × 3,600 / window. Each scenario says how its runs
   were measured; the JSON has `window_s`, `warmup_s` and `scale`.
-- **Time-scaled baseline hours:** where a naive or dashboard poller's hour
-  would cost minutes of real time, it runs a 1/N hour with the double's
-  allowance window *and* size divided by N (5,000 per hour → 5,000/N per
-  3,600/N s), the poller at its real period, and its figures are ×N. A poller
-  that outruns its allowance behaves the same in every such window (spend
-  it, be refused until the reset), so the counts scale; freshness does not,
-  and is measured only on unscaled runs. The per-process conditional client
-  is never scaled (its one-time cache fill would not scale): it runs a window
-  of the real allowance.
-- **One token** (a user's: every process shares its pool and, on GitHub, its
-  ETags). The sluice incident ran a GitHub App whose processes mint their own
-  installation tokens; the double's ETags depend on the token, so there a
-  kept answer helps only the process whose token received it.
+- **Time-scaled baseline hours:** where the dashboard poller's hour would
+  cost minutes of real time, it runs a 1/N hour with the double's allowance
+  window *and* size divided by N (5,000 per hour → 5,000/N per 3,600/N s),
+  the poller at its real period, and its figures are ×N. A poller that
+  outruns its allowance behaves the same in every such window (spend it, be
+  refused until the reset), so the counts scale; freshness does not, and is
+  measured only on unscaled runs. The naive poller, paced as ADR 0071
+  describes it, runs a whole unscaled hour (the quick profile scales it).
+  The per-process conditional client is never scaled (its one-time cache
+  fill would not scale): it runs a window of the real allowance.
+- **Three ways to authenticate, each a run** (S1): one user token on every
+  host (every process shares its pool); a GitHub App, every process minting
+  its own installation token as the product does (`sluice.appId`,
+  `sluice.appKeyFile`, `sluice.installation`; the double checks the JWT
+  against the App's key, a token lives an hour and ETags are per token, so a
+  kept answer helps only the process whose token received it); GitHub
+  Enterprise Server (`/api/v3`, `/api/graphql`) with its rate limits off
+  (nothing counted, no secondary limit). Baselines authenticate alike.
+- **Calls per host:** each host's processes talk to their own loopback port
+  of the one double, so the busiest minute of calls *a host* sent is
+  counted beside the busiest minute on one endpoint of the pool (what
+  GitHub's secondary limit, 900 points a minute per REST endpoint, counts).
 
 **Activity model** (`contrib/bench/fleet_activity.py`, seeded, the same for
 git-sluice and every baseline): each repository starts with its open requests
 CI-finished (85 % green), mergeability known, 30 % approved, 10 % drafts.
 Requests are opened, pushed to, reviewed (75 % approvals) and merged as
-Poisson arrivals at the rates in each scenario's title. A push comes from one
+Poisson arrivals at the rates in each scenario's title. Where a title says
+so, unrelated activity runs beside it on every repository from the start of
+the warm-up (a push to a branch no request heads every 2 minutes, a star or
+an issue every 10; "busy": a push a minute): on the double, as on GitHub,
+each changes every list page's ETag and the combined status, so a
+conditional list answers 200, counted, though no request moved. A push comes from one
 of the fleet's hosts (a real `git push`, so the hooks fire); an opening or a
 push starts CI (a pending check run, completed 4–10 minutes later — no
 `updated_at` moves, as on GitHub); a merge moves the base on the remote, one
@@ -140,10 +158,23 @@ def render_section(result: dict[str, Any]) -> str:
     m = result["machine"]
     lines = [
         START,
-        "## The fleet benchmark (issue 8)",
+        "## The fleet benchmark (issues 8, 11, 12, 15)",
         "",
         "_This section is written by `contrib/bench/fleet.py`; edit the harness, not the text._",
         "",
+    ]
+    prov = result.get("provenance") or {}
+    if prov.get("dirty"):
+        lines += [
+            f"**⚠ NOT FROM ONE COMMIT.** The tree differed from {prov.get('short')} by {prov.get('change_count')} "
+            "uncommitted change(s) (`--allow-dirty`): these figures are for development, not for publishing.",
+            "",
+        ]
+    lines += [
+        f"- Commit: `{prov.get('commit', 'unknown')}`"
+        + (" plus uncommitted changes" if prov.get("dirty") else "")
+        + f"; git_sluice {prov.get('version', '?')} imported from this tree by the harness, the baselines' "
+          "worker and the `git-sluice` console script (checked before the run)",
         f"- Command: `{result['command']}`",
         f"- Date: {result['date']} ({result['profile']} profile; {result['seconds']:.0f} s wall)",
         f"- Machine: {m['nproc']} CPUs, Python {m['python']}, git {m['git']}, {m['platform']}; load average "
@@ -174,6 +205,13 @@ def render_section(result: dict[str, Any]) -> str:
         lines.append("")
     lines.append("Rows marked in their note as not like for like, and rows without a baseline, do not rank.")
     lines.append("")
+    worse = [note for sc in scenarios if sc.key == "s8" for note in sc.notes if note.startswith("Worse than before")]
+    if worse:
+        lines.append("**Figures that got worse** against the harder double (issue 12's 'before' was measured on "
+                     "the kind double):")
+        lines.append("")
+        lines += [f"- {note.removeprefix('Worse than before: ')}" for note in worse]
+        lines.append("")
     for sc in scenarios:
         lines.append(f"### {sc.key.upper()} — {sc.title}")
         lines.append("")
@@ -255,13 +293,55 @@ def _run_notes(sc: Scenario) -> list[str]:
     return list(dict.fromkeys(notes))
 
 
-def write_section(doc: Path, section: str) -> None:
+def _row(sc: Scenario | None, prefix: str) -> Row | None:
+    if sc is None:
+        return None
+    return next((r for r in sc.rows if r.figure.startswith(prefix)), None)
+
+
+def render_readme(result: dict[str, Any]) -> str:
+    """The README's figures, from the same run as docs/benchmarks.md (so they cannot drift apart)."""
+    by_key = {sc.key: sc for sc in result["scenarios_obj"]}
+    prov = result.get("provenance") or {}
+    lines = [README_START,
+             f"_Written by `{result['command']}` at commit `{prov.get('short', '?')}`"
+             + (" **plus uncommitted changes**" if prov.get("dirty") else "")
+             + f" ({result['date']}); every figure and its method: [docs/benchmarks.md](docs/benchmarks.md)._", ""]
+    s1 = by_key.get("s1")
+    if s1 is not None:
+        lines += [f"S1, {s1.title.removeprefix('sluice fleet: ')}:", "",
+                  "| figure | git-sluice | naive poller (ADR pace) |", "|---|---:|---:|"]
+        for auth, label in (("user", "user token"), ("app", "GitHub App"), ("ghes", "Enterprise Server")):
+            for figure, short in (("REST calls counted /h", "REST counted /h"), ("GraphQL points /h", "GraphQL points /h"),
+                                  ("calls reaching GitHub /h", "calls reaching GitHub /h"),
+                                  ("refusals /h", "refusals /h"),
+                                  ("freshness of a change on GitHub, p99", "freshness p99")):
+                if auth == "ghes" and figure in ("REST calls counted /h", "GraphQL points /h"):
+                    continue  # nothing is counted where limits are off
+                row = _row(s1, f"[{auth}] {figure}")
+                if row is not None:
+                    lines.append(f"| {label}: {short} | {_cell(row.sluice, row.unit)} | "
+                                 f"{_cell(row.baseline, row.unit)} |")
+        lines.append("")
+    s8 = by_key.get("s8")
+    if s8 is not None and s8.rows:
+        lines += ["| issue 12's figure | before (kind double) | now | goal |", "|---|---:|---:|---|"]
+        for row in s8.rows:
+            verdict = "met" if row.met else "**not met**"
+            lines.append(f"| {row.figure} | {_cell(row.baseline, row.unit)} | {_cell(row.sluice, row.unit)} | "
+                         f"{row.goal} ({verdict}) |")
+        lines.append("")
+    lines.append(README_END)
+    return "\n".join(lines) + "\n"
+
+
+def write_section(doc: Path, section: str, start_marker: str = START, end_marker: str = END) -> None:
     """Replace the delimited section of ``doc`` (or append it); nothing else in the file changes."""
     if doc.exists():
         text = doc.read_text(encoding="utf-8")
-        start, end = text.find(START), text.find(END)
+        start, end = text.find(start_marker), text.find(end_marker)
         if start != -1 and end != -1 and end > start:
-            text = text[:start] + section.rstrip("\n") + text[end + len(END):]
+            text = text[:start] + section.rstrip("\n") + text[end + len(end_marker):]
             if not text.endswith("\n"):
                 text += "\n"
         else:

@@ -27,13 +27,16 @@ from typing import Any
 from git_sluice.clock import FakeClock
 from git_sluice.double import GitHubDouble
 
-from fleet_activity import MODERATE, Activity, NoGit, Rates, freshness, plan
-from fleet_baselines import ConditionalPoller, DashboardPoller, Direct, NaivePoller, Observer, PassActor
+from fleet_activity import MODERATE, Activity, NoGit, Rates, Unrelated, freshness, plan, unrelated_plan
+from fleet_baselines import (AppMinter, ConditionalPoller, DashboardPoller, Direct, NaivePoller, Observer,
+                             PassActor, TowerFixPoller, adr_pace)
 from fleet_sim import Scheduler
 from fleet_sluice import DriverActor, GitWorld, QueueWatch, WaitSlot, poll_queue, tally
-from fleet_world import POOL, TOKEN, USER, repo_name, world
+from fleet_world import (APP_ID, INSTALLATION_ID, TOKEN, busiest_minute_of, make_double, pool_of, repo_name,
+                         world)
 
 ALLOWANCE = 5000
+SECONDARY_PER_MINUTE = 900  # GitHub's secondary limit: points a minute per REST endpoint
 
 
 class ProductWarnings(logging.Handler):
@@ -86,6 +89,8 @@ class FleetSpec:
     window: float = 3600.0
     seed: int = 8
     extra_procs_per_host: int = 0  # further processes per host (scaling): waits in git-sluice, pollers in baselines
+    unrelated: Unrelated | None = None  # repository activity no request sees (issue 11)
+    auth: str = "user"  # user | app | ghes (fleet_world.AUTHS)
 
     @property
     def repo_names(self) -> list[str]:
@@ -96,8 +101,39 @@ class FleetSpec:
         activity = ("no activity" if r.total() == 0 else
                     f"per repository and hour {r.opened:g} opened, {r.pushed:g} pushed, {r.reviewed:g} reviewed, "
                     f"{r.merged:g} merged")
+        if self.unrelated is not None:
+            activity += "; " + self.unrelated.describe()
         return (f"{self.repos} repositories × {self.prs} open requests, {self.hosts} hosts, per host a driver per "
                 f"repository and {self.waits_per_host + self.extra_procs_per_host} waits; {activity}")
+
+
+def schedule_activity(sched: Scheduler, activity: Activity, spec: FleetSpec, t0: float, t_start: float,
+                      window: float) -> None:
+    """The window's request activity from ``t_start``, and the unrelated activity from ``t0`` (warm-up too)."""
+    for intent in plan(spec.repo_names, spec.rates, window, hosts=spec.hosts, seed=spec.seed):
+        sched.at(t_start + intent.at, f"{intent.kind} {intent.repo}",
+                 lambda now, intent=intent: activity.apply(intent, now))
+    for intent in unrelated_plan(spec.repo_names, spec.unrelated, t_start - t0 + window, seed=spec.seed):
+        if t0 + intent.at >= t_start:
+            sched.at(t0 + intent.at, f"{intent.kind} {intent.repo}",
+                     lambda now, intent=intent: activity.apply(intent, now))
+
+
+def schedule_warmup_unrelated(sched: Scheduler, activity: Activity, spec: FleetSpec, t0: float,
+                              warmup: float) -> None:
+    """The unrelated activity of the warm-up (the request activity starts with the window)."""
+    for intent in unrelated_plan(spec.repo_names, spec.unrelated, warmup, seed=spec.seed):
+        sched.at(t0 + intent.at, f"{intent.kind} {intent.repo}",
+                 lambda now, intent=intent: activity.apply(intent, now))
+
+
+def ledger_figures(gh: Any, mark: int, end: int, pool: str) -> dict[str, Any]:
+    """The busiest minute against the secondary limit (the run's pool, any endpoint), from the ledger."""
+    calls = gh.ledger[mark:end]
+    points, endpoint = gh.busiest_minute(since=mark, pool=pool)
+    other_pools = sorted({str(c.pool) for c in calls if c.pool != pool and c.pool is not None
+                          and not str(c.pool).startswith("app:")})
+    return {"busiest_minute": points, "busiest_endpoint": endpoint, "other_pools": other_pools}
 
 
 def _per_hour(window: float) -> float:
@@ -113,7 +149,7 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
     """git-sluice's fleet on real git: drivers and waits in-process, hook rounds as real processes."""
     started = time.monotonic()
     warned = len(WARNINGS.records)
-    with world() as w:
+    with world(auth=spec.auth) as w:
         for name in spec.repo_names:
             w.add_repo(name)
         gitside = GitWorld(w, [])
@@ -134,7 +170,7 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
         drivers = []
         for host in hosts:
             for name in spec.repo_names:
-                actor = DriverActor(w.session(host, name))
+                actor = DriverActor(w.session(host, name), host)
                 drivers.append(actor)
                 sched.at(t0, f"drive {host.name} {name}", actor.step)
         rng = random.Random(spec.seed)
@@ -151,17 +187,12 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
             return now + 15.0
 
         sched.at(t0 + 1.0, "ci", followups)
+        schedule_warmup_unrelated(sched, activity, spec, t0, spec.warmup)
         sched.run_until(t0 + spec.warmup)
         mark = len(w.gh.ledger)
         t_start = w.clock.time()
         activity.expectations.clear()
-        intents = plan(spec.repo_names, spec.rates, spec.window, hosts=spec.hosts, seed=spec.seed)
-        for intent in intents:
-            def apply(now: float, intent=intent) -> None:
-                activity.apply(intent, now)
-                return None
-
-            sched.at(t_start + intent.at, f"{intent.kind} {intent.repo}", apply)
+        schedule_activity(sched, activity, spec, t0, t_start, spec.window)
         polls = []
         for k in range(queue_polls):
             # spread over the window, off the drivers' grid, so each poll runs alone
@@ -178,7 +209,11 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
         sched.run_until(t_start + spec.window)
         run_seconds = time.monotonic() - run_started
         end = len(w.gh.ledger)
-        t = tally(w.gh, mark, end, pool=POOL)
+        t = tally(w.gh, mark, end)
+        figures = ledger_figures(w.gh, mark, end, w.pool)
+        t_end = w.clock.time()
+        per_host = {h.name: busiest_minute_of(h.arrivals(t_start, t_end)) for h in hosts}
+        per_host_calls = {h.name: len(h.arrivals(t_start, t_end)) * _per_hour(spec.window) for h in hosts}
         # hook rounds that ran for real, and any the product recorded as failed
         hook_failures = []
         hook_rounds = 0
@@ -202,8 +237,13 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
         factor = _per_hour(spec.window)
         return {
             "kind": "git-sluice",
+            "auth": spec.auth,
             "spec": spec.describe(),
             "window_s": spec.window,
+            **figures,
+            "host_busiest_minute": per_host,
+            "pools_seen": sorted({str(c.pool) for c in w.gh.ledger}),
+            "host_calls_per_hour": per_host_calls,
             "warmup_s": spec.warmup,
             "per_hour": t.scaled(factor),
             "window": t.__dict__,
@@ -246,15 +286,27 @@ def _median(values: list[float]) -> float | None:
 
 
 # ------------------------------------------------------------------------------- baselines
-def _double(start: float, scale: float) -> tuple[FakeClock, GitHubDouble]:
+def _double(start: float, scale: float, auth: str = "user") -> tuple[FakeClock, GitHubDouble, Any]:
+    """A baseline's own in-process double: (its clock, it, a token maker per process)."""
     clock = FakeClock(start)
-    gh = GitHubDouble(clock=clock)
-    gh.add_user(USER)
-    gh.add_token(TOKEN, user=USER)
+    gh, private = make_double(clock, auth)
     if scale != 1:
         for resource in ("core", "graphql"):
-            gh.set_limit(POOL, resource, round(ALLOWANCE / scale), window=3600.0 / scale)
-    return clock, gh
+            gh.set_limit(pool_of(auth), resource, round(ALLOWANCE / scale), window=3600.0 / scale)
+
+    def direct(refusals: dict[str, int] | None = None) -> Direct:
+        if private is None:
+            return Direct(gh, TOKEN, refusals)
+        return Direct(gh, None, refusals, minter=AppMinter(gh, APP_ID, INSTALLATION_ID, private))
+
+    return clock, gh, direct
+
+
+def _install(gh: GitHubDouble, auth: str, names: list[str]) -> None:
+    for name in names:
+        gh.add_repo(name)
+    if auth == "app":
+        gh.add_installation(APP_ID, INSTALLATION_ID, list(names))
 
 
 def baseline_fleet(kind: str, spec: FleetSpec, *, scale: float = 1.0, window: float | None = None,
@@ -273,16 +325,18 @@ def baseline_fleet(kind: str, spec: FleetSpec, *, scale: float = 1.0, window: fl
         window = window or 3600.0
         factor = 3600.0 / window
     warmup = spec.warmup if warmup is None else warmup
-    clock, gh = _double(float(int(time.time())), scale)
+    clock, gh, direct_for = _double(float(int(time.time())), scale, spec.auth)
     sched = Scheduler(clock, workers=1)
     observer = Observer([], clock.time) if scale == 1 else None
 
     refusals = {"primary": 0, "secondary": 0}
+    processes = spec.hosts * (spec.repos + spec.waits_per_host + spec.extra_procs_per_host)
+    pace = adr_pace(processes, ALLOWANCE) if kind == "naive" else 0.0
 
     def make(repo: str) -> Any:
-        direct = Direct(gh, TOKEN, refusals)
+        direct = direct_for(refusals)
         if kind == "naive":
-            return NaivePoller(direct, repo, observer)
+            return NaivePoller(direct, repo, observer, pace=pace)
         return ConditionalPoller(direct, repo, clock.time, observer)
 
     def on_step(repo: str, host: int) -> None:
@@ -292,8 +346,7 @@ def baseline_fleet(kind: str, spec: FleetSpec, *, scale: float = 1.0, window: fl
     activity = Activity(gh, NoGit(on_step))
     if observer is not None:
         observer.expectations = activity.expectations
-    for name in spec.repo_names:
-        gh.add_repo(name)
+    _install(gh, spec.auth, spec.repo_names)
     for index, name in enumerate(spec.repo_names):
         activity.populate(name, spec.prs, seed=spec.seed * 1000 + index)
     rng = random.Random(spec.seed)
@@ -314,22 +367,23 @@ def baseline_fleet(kind: str, spec: FleetSpec, *, scale: float = 1.0, window: fl
         return now + 15.0
 
     sched.at(t0 + 1.0, "ci", followups)
+    schedule_warmup_unrelated(sched, activity, spec, t0, warmup)
     sched.run_until(t0 + warmup)
     mark = len(gh.ledger)
     refusals.update(primary=0, secondary=0)
     t_start = clock.time()
     activity.expectations.clear()
-    for intent in plan(spec.repo_names, spec.rates, window, hosts=spec.hosts, seed=spec.seed):
-        def apply(now: float, intent=intent) -> None:
-            activity.apply(intent, now)
-            return None
-
-        sched.at(t_start + intent.at, f"{intent.kind} {intent.repo}", apply)
+    schedule_activity(sched, activity, spec, t0, t_start, window)
     sched.run_until(t_start + window)
-    t = tally(gh, mark, len(gh.ledger), pool=POOL)
+    end = len(gh.ledger)
+    t = tally(gh, mark, end)
+    figures = ledger_figures(gh, mark, end, pool_of(spec.auth))
     sched.close()
     return {
         "kind": kind,
+        "auth": spec.auth,
+        "pace_s": pace,
+        **figures,
         "spec": spec.describe(),
         "scale": scale,
         "window_s": window,
@@ -347,35 +401,47 @@ def baseline_fleet(kind: str, spec: FleetSpec, *, scale: float = 1.0, window: fl
     }
 
 
-def dashboard_baseline(repos: int, prs: int, *, scale: float, poll: float = 2.5, warmup: float = 60.0,
-                       seed: int = 8) -> dict[str, Any]:
-    """Tower's overview: one dashboard client polling every ``poll`` seconds, 3 GraphQL reads per repository."""
+def dashboard_baseline(spec: FleetSpec, *, scale: float, poll: float = 2.5, warmup: float = 60.0,
+                       fixed: bool = False) -> dict[str, Any]:
+    """Tower's overview: one dashboard client polling every ``poll`` seconds, 3 GraphQL reads per repository
+    (``fixed``: as Tower's own fix left it, :class:`TowerFixPoller`), under ``spec``'s activity."""
     started = time.monotonic()
     window = 3600.0 / scale
-    clock, gh = _double(float(int(time.time())), scale)
+    clock, gh, direct_for = _double(float(int(time.time())), scale, spec.auth)
     activity = Activity(gh, NoGit())
-    names = [repo_name(i + 1) for i in range(repos)]
-    for name in names:
-        gh.add_repo(name)
+    names = spec.repo_names
+    _install(gh, spec.auth, names)
     for index, name in enumerate(names):
-        activity.populate(name, prs, seed=seed * 1000 + index)
-    dash = DashboardPoller(Direct(gh, TOKEN), names)
+        activity.populate(name, spec.prs, seed=spec.seed * 1000 + index)
+    dash: Any = TowerFixPoller(direct_for(), names) if fixed else DashboardPoller(direct_for(), names)
     sched = Scheduler(clock, workers=1)
 
     def step(now: float) -> float:
         dash.poll(now)
         return now + poll
 
+    def followups(now: float) -> float:
+        for fn in activity.due(now):
+            fn(now)
+        return now + 15.0
+
     t0 = clock.time()
     sched.at(t0, "dashboard", step)
+    sched.at(t0 + 1.0, "ci", followups)
+    schedule_warmup_unrelated(sched, activity, spec, t0, warmup)
     sched.run_until(t0 + warmup)
     mark = len(gh.ledger)
     t_start = clock.time()
+    schedule_activity(sched, activity, spec, t0, t_start, window)
     sched.run_until(t_start + window)
-    t = tally(gh, mark, len(gh.ledger), pool=POOL)
+    end = len(gh.ledger)
+    t = tally(gh, mark, end)
+    figures = ledger_figures(gh, mark, end, pool_of(spec.auth))
     sched.close()
     return {
-        "kind": "dashboard",
+        "kind": "tower-fix" if fixed else "dashboard",
+        "auth": spec.auth,
+        **figures,
         "scale": scale,
         "window_s": window,
         "warmup_s": warmup,
@@ -387,6 +453,14 @@ def dashboard_baseline(repos: int, prs: int, *, scale: float, poll: float = 2.5,
 
 
 def run_job(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """A baseline run by name, for a worker process (baselines are pure CPU and need no git)."""
-    jobs = {"baseline_fleet": baseline_fleet, "dashboard_baseline": dashboard_baseline}
+    """A run by name, for a worker process: a baseline (pure CPU, no git) or a git-sluice fleet (its own world).
+
+    ``identity`` answers which git_sluice the worker imported, so the harness can refuse a worker
+    running another tree's code (every figure from one commit).
+    """
+    if name == "identity":
+        from fleet_provenance import identity
+
+        return identity()
+    jobs = {"baseline_fleet": baseline_fleet, "dashboard_baseline": dashboard_baseline, "sluice_fleet": sluice_fleet}
     return jobs[name](*args, **kwargs)

@@ -35,9 +35,11 @@ from git_sluice.intake.queue import QueueStore
 from git_sluice.remote.leases import LeaseKeeper
 from git_sluice.commands.roles import drive, wait_for
 from git_sluice.commands.session import Session
+from git_sluice.commands.watching import next_wake
+from git_sluice.intake.hostwatch import HostWatch
 
 from fleet_activity import Activity, Expectation, View, parse_time
-from fleet_world import Host, World, git
+from fleet_world import Host, World, as_host, git
 
 HOOK_WAIT_LIMIT = 90.0  # real seconds a hook round may take before the run says so
 
@@ -82,6 +84,8 @@ def route_of(path: str) -> str:
         return "pull"
     if bare == "/user":
         return "user"
+    if bare.startswith("/app/installations/") and bare.endswith("/access_tokens"):
+        return "app token"
     return "other"
 
 
@@ -89,7 +93,8 @@ def tally(gh: GitHubDouble, since: int, until: int | None = None, pool: str | No
     """Requests, counted REST calls, GraphQL points and refusals between two ledger marks.
 
     ``throttled`` counts 403/429 answers and GraphQL 200s the double did not count — RATE_LIMITED
-    answers (an invalid query would land there too, and would be a finding of its own).
+    answers (an invalid query would land there too, and would be a finding of its own) — where the
+    double has rate limits at all (Enterprise Server's are off: it counts nothing).
     """
     calls = gh.ledger[since:until]
     out = Tally()
@@ -107,7 +112,7 @@ def tally(gh: GitHubDouble, since: int, until: int | None = None, pool: str | No
             out.graphql_calls += 1
             if call.counted:
                 out.points += call.cost
-            elif call.status == 200:
+            elif call.status == 200 and gh.rate_limits:
                 out.throttled += 1  # a GraphQL 200 the double did not count is a RATE_LIMITED answer
         elif call.counted:
             out.counted_rest += call.cost
@@ -211,6 +216,11 @@ class GitWorld:
         self.hook_seconds.append(wall)
         return wall
 
+    def other_push(self, repo: str, branch: str) -> str:
+        """Someone's push to a branch no request heads: a new commit on the bare remote (no hook fires)."""
+        spec = self.world.repos[repo]
+        return self.world.new_commit(spec, branch, f"{branch}: someone else's work")
+
     def holder(self, repo: str) -> int | None:
         """The host index holding the branch's lease, as the remote says."""
         spec = self.world.repos[repo]
@@ -280,18 +290,26 @@ class QueueWatch:
 
 # -------------------------------------------------------------------------------- actors
 class DriverActor:
-    """One ``git sluice drive`` on one host and clone, ticking on the discovery clock."""
+    """One ``git sluice drive`` on one host and clone, waking when the product's drive would.
 
-    def __init__(self, session: Session) -> None:
+    Each tick is ``roles.drive(session, max_ticks=1)``; the next is when ``drive`` itself would wake
+    (``watching.next_wake``: the host watch's next tick on the host's clock, with its jitter, or the
+    driver's own tick for the lease renewals, whichever comes first).
+    """
+
+    def __init__(self, session: Session, host: Host | None = None) -> None:
         self.session = session
+        self.host = host
         settings = session.settings
         self.tick = max(1.0, min(settings.discovery, settings.lease / 3))
         self.ticks = 0
 
     def step(self, now: float) -> float:
         self.ticks += 1
-        drive(self.session, max_ticks=1, let_go=False)
-        return now + self.tick
+        with as_host(self.host):
+            drive(self.session, max_ticks=1, let_go=False)
+            watch = self.session.watch if isinstance(self.session.watch, HostWatch) else None
+            return next_wake(self.session, watch, now, self.tick)
 
 
 class WaitSlot:
@@ -328,6 +346,10 @@ class WaitSlot:
         return min(settings.discovery, settings.lease / 3) if view.takes_in else settings.discovery / 4
 
     def step(self, now: float) -> float:
+        with as_host(self.host):
+            return self._step(now)
+
+    def _step(self, now: float) -> float:
         if self.session is None:
             self._start()
             if self.session is None:

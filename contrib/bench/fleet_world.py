@@ -16,6 +16,22 @@ Why it is built this way:
   repository (its kept answers, discovery clock and queue). In-process sessions
   open the host's store by path; subprocesses find it through the host's
   environment, so both see the same file, as two processes of one host do.
+- **Three ways to authenticate** (issue 11): one user token on every host
+  (``GH_TOKEN``); a GitHub App, each process minting its own installation
+  token as the product does (``sluice.appId`` / ``sluice.appKeyFile`` /
+  ``sluice.installation``; the double checks the JWT against the App's public
+  key, and ETags are per token); GitHub Enterprise Server (``/api/v3``) with
+  its rate limits off.
+- **A state directory per host, in-process too.** The product finds the
+  host state directory through ``platformdirs`` and ``XDG_STATE_HOME``
+  (the host store, the host watch's answers, the pools it learned); one
+  process's environment cannot say that for several in-process hosts at
+  once, so :func:`as_host` names the host whose directory this thread's
+  product code sees, and every actor steps under it. Subprocesses get it
+  from their environment, as deployed processes do.
+- **A server per host.** Every host's clones talk to their own loopback port
+  of the one double, so the calls *each host* sends can be counted (the
+  busiest minute per host) though the ledger holds every host's calls.
 - **Hooks are the product's.** Every clone is set up by
   :func:`git_sluice.commands.setup.install` (what ``git sluice setup`` runs), so a
   ``git push`` or ``git fetch`` the harness runs in a clone fires the real
@@ -36,11 +52,16 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import threading
+
 import httpx
 import pygit2
 
+import git_sluice.paths as _paths
+
 from git_sluice.clock import FileClock
 from git_sluice.double import GitHubDouble, serve
+from git_sluice.double.server import DoubleServer, _Handler
 from git_sluice.forge.hoststore import HostStore
 from git_sluice.repo import Repo
 from git_sluice.commands.session import Session, open_session
@@ -48,9 +69,125 @@ from git_sluice.commands.session import Session, open_session
 TOKEN = "bench-token-not-a-secret"
 USER = "fleet-bot"
 POOL = f"user:{USER}"
+APP_ID = 4242
+INSTALLATION_ID = 171576254  # the ADR's installation
+APP_POOL = f"installation:{INSTALLATION_ID}"
+AUTHS = ("user", "app", "ghes")
+AUTH_TITLES = {"user": "one user token on every host", "app": "a GitHub App (an installation token per process)",
+               "ghes": "GitHub Enterprise Server, rate limits off"}
+
+
+def pool_of(auth: str) -> str:
+    """The ledger's pool every call of a run spends (an App's installation, else the user's)."""
+    return APP_POOL if auth == "app" else POOL
+
+
+def app_key_pair() -> tuple[bytes, bytes]:
+    """A fresh RSA key for the benchmark's App: (private PEM, public PEM)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    return private, public
+
+
+def make_double(clock: object, auth: str) -> tuple[GitHubDouble, bytes | None]:
+    """The double for one way of authenticating: (the double, the App's private key or None)."""
+    gh = GitHubDouble(clock=clock, enterprise=(auth == "ghes"))  # type: ignore[arg-type]
+    gh.add_user(USER)
+    gh.add_token(TOKEN, user=USER)
+    private = None
+    if auth == "app":
+        private, public = app_key_pair()
+        gh.add_app(APP_ID, public)
+        gh.add_installation(APP_ID, INSTALLATION_ID, [])
+    return gh, private
+
+
+class _CountingHandler(_Handler):
+    """The double's handler, noting the shared clock's time of every API call this port receives."""
+
+    def _serve(self) -> None:
+        if "/_double/" not in self.path:
+            self.server.arrivals.append(self.server.gh.clock.time())  # type: ignore[attr-defined]
+        super()._serve()
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _serve
+
+
+def counting_server(gh: GitHubDouble) -> DoubleServer:
+    """One more loopback port of ``gh`` whose arrivals (clock times) the harness can read."""
+    server = serve(gh)
+    inner = server._server
+    inner.arrivals = []  # type: ignore[attr-defined]
+    inner.RequestHandlerClass = _CountingHandler
+    quiet_reset(server)
+    return server
+
+
+def quiet_reset(server: DoubleServer) -> None:
+    """A client that closes its keep-alive connection is no error worth a traceback on stderr."""
+    inner = server._server
+    noisy = inner.handle_error
+
+    def handle_error(request: object, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        noisy(request, client_address)
+
+    inner.handle_error = handle_error  # type: ignore[method-assign]
+
+
+def busiest_minute_of(times: list[float]) -> int:
+    """The most calls in any 60 s of ``times`` (a host's arrivals)."""
+    ordered = sorted(times)
+    best, lo = 0, 0
+    for hi, t in enumerate(ordered):
+        while ordered[lo] <= t - 60.0:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best
 OWNER = "bench"
 SIGNATURE_NAME = "Bench"
 SIGNATURE_EMAIL = "bench@sluice.invalid"
+
+
+_THREAD = threading.local()
+
+
+class _PerHostDirs:
+    """``platformdirs`` as git_sluice.paths uses it, answering the state directory of this thread's host."""
+
+    def __init__(self, real: object) -> None:
+        self._real = real
+
+    def user_state_dir(self, appname: str | None = None, *args: object, **kwargs: object) -> str:
+        home = getattr(_THREAD, "state_home", None)
+        if home is None:
+            return self._real.user_state_dir(appname, *args, **kwargs)  # type: ignore[attr-defined,no-any-return]
+        return str(Path(home) / (appname or ""))
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._real, name)
+
+
+if not isinstance(_paths.platformdirs, _PerHostDirs):
+    _paths.platformdirs = _PerHostDirs(_paths.platformdirs)  # type: ignore[assignment]
+
+
+@contextmanager
+def as_host(host: "Host | None") -> Iterator[None]:
+    """Within: this thread's git-sluice code finds ``host``'s state directory (None: the process's own)."""
+    saved = getattr(_THREAD, "state_home", None)
+    _THREAD.state_home = None if host is None else str(host.state_home)
+    try:
+        yield
+    finally:
+        _THREAD.state_home = saved
 
 
 def repo_name(index: int) -> str:
@@ -77,6 +214,13 @@ class Host:
     name: str
     root: Path
     clones: dict[str, Path] = field(default_factory=dict)
+    server: DoubleServer | None = None
+
+    def arrivals(self, since: float = float("-inf"), until: float = float("inf")) -> list[float]:
+        """Clock times of the API calls this host's processes sent (its own port of the double)."""
+        if self.server is None:
+            return []
+        return [t for t in list(self.server._server.arrivals) if since <= t < until]  # type: ignore[attr-defined]
 
     @property
     def state_home(self) -> Path:
@@ -91,7 +235,11 @@ class Host:
 class World:
     """Everything one scenario run needs; build it with :func:`world`."""
 
-    def __init__(self, root: Path, clock: FileClock, gh: GitHubDouble, api: str, env: dict[str, str]) -> None:
+    def __init__(self, root: Path, clock: FileClock, gh: GitHubDouble, api: str, env: dict[str, str],
+                 auth: str = "user", app_key: Path | None = None) -> None:
+        self.auth = auth
+        self.app_key = app_key
+        self.pool = pool_of(auth)
         self.root = root
         self.clock = clock
         self.gh = gh
@@ -123,6 +271,8 @@ class World:
         self.repos[full_name] = spec
         self.gh.add_repo(full_name)
         self.gh.set_branch(full_name, "main", str(oid))
+        if self.auth == "app":  # the App is installed on every repository of the run (before any token)
+            self.gh.add_installation(APP_ID, INSTALLATION_ID, list(self.repos))
         return spec
 
     def _signature(self) -> pygit2.Signature:
@@ -151,6 +301,7 @@ class World:
     def add_host(self, name: str, repos: list[str] | None = None, *, hooks: bool = True) -> Host:
         host = Host(name, self.root / "hosts" / name)
         host.state_home.mkdir(parents=True, exist_ok=True)
+        host.server = counting_server(self.gh)
         self.hosts[name] = host
         for full_name in repos if repos is not None else list(self.repos):
             self.add_clone(host, full_name, hooks=hooks)
@@ -160,11 +311,13 @@ class World:
         spec = self.repos[full_name]
         work = host.root / spec.short
         git(self.root, "clone", "-q", str(spec.bare), str(work), env=self.host_env(host))
-        for key, value in (
-            ("sluice.repository", full_name),
-            ("sluice.api", self.api),
-            ("sluice.host", host.name),
-        ):
+        api = self.api if host.server is None else host.server.url
+        settings = [("sluice.repository", full_name), ("sluice.api", api), ("sluice.host", host.name)]
+        if self.auth == "app":
+            assert self.app_key is not None
+            settings += [("sluice.appId", str(APP_ID)), ("sluice.appKeyFile", str(self.app_key)),
+                         ("sluice.installation", str(INSTALLATION_ID))]
+        for key, value in settings:
             git(work, "config", key, value, env=self.env)
         if hooks:
             from git_sluice.commands.setup import install
@@ -192,8 +345,9 @@ class World:
     def session(self, host: Host, full_name: str, transport: httpx.BaseTransport | None = None, *,
                 own_store: bool = False) -> Session:
         """An in-process git-sluice session of ``host`` on its clone of ``full_name`` (one 'process')."""
-        session = open_session(host.clones[full_name], clock=self.clock, store=self.store(host, own=own_store),
-                               transport=transport)
+        with as_host(host):
+            session = open_session(host.clones[full_name], clock=self.clock, store=self.store(host, own=own_store),
+                                   transport=transport)
         self._stack.callback(session.close)
         return session
 
@@ -214,6 +368,9 @@ class World:
                     wait_for_hook_rounds(clone, limit=30.0)
                 except TimeoutError:
                     pass
+        for host in self.hosts.values():
+            if host.server is not None:
+                host.server.close()
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
@@ -223,7 +380,7 @@ def git(cwd: Path, *args: str, env: dict[str, str] | None = None, check: bool = 
     return done.stdout.strip()
 
 
-def _isolated_env(root: Path, clock_file: Path) -> dict[str, str]:
+def _isolated_env(root: Path, clock_file: Path, auth: str = "user") -> dict[str, str]:
     home = root / "home"
     home.mkdir(parents=True, exist_ok=True)
     (home / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n")
@@ -244,26 +401,38 @@ def _isolated_env(root: Path, clock_file: Path) -> dict[str, str]:
         "GIT_SLUICE_TEST_CLOCK": str(clock_file),
         "PATH": bin_dir + os.pathsep + env.get("PATH", "/usr/bin:/bin"),
     })
+    if auth == "app":
+        del env["GH_TOKEN"]  # an App run must not fall back on the user's token anywhere
     return env
 
 
 @contextmanager
-def world(prefix: str = "sluice-bench-", *, start: float | None = None, keep: bool = False) -> Iterator[World]:
-    """An isolated world with a served double on a shared FileClock; os.environ is the world's meanwhile."""
+def world(prefix: str = "sluice-bench-", *, start: float | None = None, keep: bool = False,
+          auth: str = "user") -> Iterator[World]:
+    """An isolated world with a served double on a shared FileClock; os.environ is the world's meanwhile.
+
+    ``auth`` is one of :data:`AUTHS`: how every process of the world authenticates.
+    """
+    if auth not in AUTHS:
+        raise ValueError(f"auth must be one of {', '.join(AUTHS)}, not {auth!r}")
     root = Path(tempfile.mkdtemp(prefix=prefix))
     clock_file = root / "clock"
     clock = FileClock(clock_file, start=float(int(start if start is not None else time.time())))
-    env = _isolated_env(root, clock_file)
+    env = _isolated_env(root, clock_file, auth)
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)
     w: World | None = None
     try:
-        gh = GitHubDouble(clock=clock)
-        gh.add_user(USER)
-        gh.add_token(TOKEN, user=USER)
+        gh, private = make_double(clock, auth)
+        key_path = None
+        if private is not None:
+            key_path = root / "app-key.pem"
+            key_path.write_bytes(private)
+            key_path.chmod(0o600)
         with serve(gh) as server:
-            w = World(root, clock, gh, server.url, env)
+            quiet_reset(server)
+            w = World(root, clock, gh, server.url, env, auth=auth, app_key=key_path)
             try:
                 yield w
             finally:

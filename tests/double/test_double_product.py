@@ -8,6 +8,7 @@ rate headers and answers ``rateLimit`` null; a round still takes requests in.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,3 +58,49 @@ def test_a_round_against_enterprise_server_without_limits(tmp_path: Path, monkey
     assert report.added == [1]
     assert gh.counted() == 0 and gh.requests() > 0
     assert all(c.status < 400 for c in gh.calls())
+
+
+def _app_key(tmp_path: Path) -> tuple[Path, bytes]:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    path = tmp_path / "app.pem"
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    return path, public
+
+
+@pytest.mark.slow
+def test_rounds_as_a_github_app_mint_their_token_and_renew_it_before_the_hour(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the benchmark's App run does: the JWT is the double's to check, the token expires by its clock."""
+    clock = FakeClock(1_800_000_000)
+    gh = GitHubDouble(clock=clock)
+    key_file, public = _app_key(tmp_path)
+    gh.add_app(77, public)
+    gh.add_repo("o/r")
+    gh.add_installation(77, 4242, ["o/r"])
+    gh.open_pr("o/r", head_ref="feat")
+    monkeypatch.delenv("GH_TOKEN", raising=False)
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    with serve(gh) as server:
+        work = make_clone(tmp_path, api=server.url)
+        for key, value in (("sluice.appId", "77"), ("sluice.appKeyFile", str(key_file)),
+                           ("sluice.installation", "4242")):
+            subprocess.run(["git", "-C", str(work), "config", key, value], check=True)
+        with open_session(work, clock=clock) as s:
+            (report,) = run_rounds(s, reason="discovery")
+            assert report.added == [1]
+            mints = gh.calls(path=r"^/app/installations/4242/access_tokens$")
+            assert [c.status for c in mints] == [201]
+            # the JWT spends the App's own pool on the exchange alone; every read spends the installation's
+            assert {c.pool for c in gh.calls() if c.counted and c not in mints} == {"installation:4242"}
+            for _ in range(70):  # an hour and ten minutes of rounds
+                clock.advance(s.settings.discovery + 1)
+                run_rounds(s, reason="discovery")
+    assert [c.status for c in gh.calls(path=r"/access_tokens$")] == [201, 201]  # renewed once, before expiry
+    assert not gh.calls(status=401)  # no expired token ever reached the double
