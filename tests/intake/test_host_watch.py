@@ -73,8 +73,10 @@ class Host:
         for repo, session in self.sessions.items():
             if only is None or repo in only:
                 if self.light:
+                    intake, keeper = intake_for(session, role="driver")
+                    keeper.ensure(["main"])  # a driver takes in only on its own mark (issue 14, point 5)
                     tick_watch(session, ["main"])
-                    intake_for(session, role="driver")[0].round("main")
+                    intake.round("main")
                     tick_watch(session, ["main"])  # as drive does after its rounds
                 else:
                     drive(session, max_ticks=1, let_go=False)
