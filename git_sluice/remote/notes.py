@@ -60,6 +60,10 @@ class PauseNote:
     epoch: int
     host: str
     probe: str | None = None
+    lasting: float | None = dataclasses.field(default=None, compare=False)
+    """How long the pause had left when the note was written, by its writer's clock (``For:``):
+    a duration, not a time, so a host whose clock is off can still tell how long to pause
+    (:func:`local_end`). Older notes have none."""
 
     @property
     def ref(self) -> str:
@@ -76,6 +80,8 @@ class PauseNote:
             raise ValueError(f"pause until {self.until!r} is not a time")
         if not 0 <= self.epoch <= MAX_EPOCH:
             raise ValueError(f"epoch {self.epoch} is out of range")
+        if self.lasting is not None and not (math.isfinite(self.lasting) and 0 <= self.lasting <= MAX_LASTING):
+            raise ValueError(f"pause length {self.lasting!r} is out of range")
         return self
 
     def to_message(self, version: str = __version__) -> str:
@@ -84,6 +90,7 @@ class PauseNote:
             f"git-sluice pause of {self.resource} for pool {self.pool}",
             "",
             f"Until: {format_seconds(round(self.until, 3))}",
+            *([f"For: {format_seconds(round(self.lasting, 3))}"] if self.lasting is not None else []),
             f"Class: {self.cls}",
             f"Epoch: {self.epoch}",
             f"Host: {self.host}",
@@ -106,6 +113,7 @@ class PauseNote:
                 epoch=int(trailers["epoch"]),
                 host=trailers["host"],
                 probe=trailers.get("probe") or None,
+                lasting=float(trailers["for"]) if trailers.get("for") else None,
             )
             if not trailers.get("sluice-version"):
                 return None
@@ -115,6 +123,26 @@ class PauseNote:
 
     def with_probe(self, host: str | None) -> PauseNote:
         return dataclasses.replace(self, probe=host)
+
+
+MAX_LASTING = 86_400.0
+"""A ``For:`` beyond a day is no pause length (adoption bounds it by the host's horizon anyway)."""
+
+
+def local_end(until: float, lasting: float | None, first_seen: float) -> float:
+    """When a note's pause ends by this host's clock, trusting no other host's time (issue #14, point 2).
+
+    A note's ``Until`` is its writer's clock. Where it falls within ``For`` of
+    this host's first sight, the clocks agree well enough and it is the more
+    exact; otherwise (this host's clock behind the writer's — a 60 s pause
+    would read as hours — or ahead — the pause would read as over) the pause
+    lasts ``For`` from first sight. A note without ``For`` (an older version)
+    keeps its ``Until``; the host store still bounds it by its horizon.
+    """
+    if lasting is None:
+        return until
+    relative = first_seen + lasting
+    return until if first_seen <= until <= relative else relative
 
 
 def merge(a: PauseNote, b: PauseNote) -> PauseNote:
@@ -238,7 +266,10 @@ class PauseNotes:
             if current is not None and current.until >= note.until:
                 return current
             to_write = merge(current, note) if current is not None else note
-            to_write = dataclasses.replace(to_write, until=round(to_write.until, 3))  # as the record says
+            to_write = dataclasses.replace(  # as the record says; For: its length by this host's clock
+                to_write, until=round(to_write.until, 3),
+                lasting=round(min(max(0.0, to_write.until - self.clock.time()), MAX_LASTING), 3),
+            )
             new = self.remote.write_record(to_write.to_message(self.version))
             if self._push(ref, new, oid):
                 return to_write
@@ -323,8 +354,8 @@ class PauseNotes:
     ) -> int:
         """Hand every note still running to the host store; returns how many were handed.
 
-        Notes whose ``until`` has passed are skipped: there is nothing left to
-        pause. The store bounds each by its horizon from when this host first
+        Notes whose end by this host's clock (:func:`local_end`) has passed are
+        skipped: there is nothing left to pause. The store bounds each by its horizon from when this host first
         saw it, and treats a pause it already has as a no-op. With ``pools``
         (the pools these notes concern), a pause adopted from here whose note
         has gone is ended (no local answer confirmed it).
@@ -334,11 +365,13 @@ class PauseNotes:
         seen = self.first_seen(listed)
         adopted = 0
         for note in listed:
-            if note.until <= now:
+            first = seen.get(note.ref)
+            end = local_end(note.until, note.lasting, first if first is not None else now)
+            if end <= now:
                 continue
             store.adopt(
-                note.pool, note.resource, note.until, note.cls, source=note.host,
-                seen_at=seen.get(note.ref), origin=self.origin,
+                note.pool, note.resource, end, note.cls, source=note.host,
+                seen_at=first, origin=self.origin,
             )
             adopted += 1
         if pools is not None:

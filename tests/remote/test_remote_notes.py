@@ -7,9 +7,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from git_sluice.remote.git import RemoteRefused
-from git_sluice.remote.notes import PauseNote, PublishFailed, merge, pause_ref
+from git_sluice.remote.notes import PauseNote, PublishFailed, local_end, merge, pause_ref
 
 POOL = "p-3f9a1c"
 T0 = 1_800_000_000.0
@@ -259,3 +260,40 @@ def test_publish_returns_what_the_remote_holds(make_host, fake_clock) -> None:
     nb = b.notes(fake_clock)
     nb.remote.fetch()
     assert nb.read(POOL, "core") == published
+
+
+# --- clocks that disagree (issue 14, point 2) ------------------------------------
+
+
+@given(
+    lasting=st.floats(min_value=0, max_value=86_400),
+    first_seen=st.floats(min_value=1e9, max_value=3e9),
+    skew=st.floats(min_value=-30 * 86_400, max_value=30 * 86_400),
+)
+def test_a_pause_read_from_a_note_never_lasts_longer_than_its_length_from_first_sight(
+    lasting: float, first_seen: float, skew: float
+) -> None:
+    end = local_end(first_seen + skew + lasting, lasting, first_seen)
+    assert first_seen <= end <= first_seen + lasting + 1e-6
+    # clocks that agree (the note's end within its length of first sight) keep the exact Until
+    assert local_end(first_seen + lasting / 2, lasting, first_seen) == first_seen + lasting / 2
+
+
+def test_an_older_note_without_a_length_keeps_its_until() -> None:
+    assert local_end(T0 + 7200, None, T0) == T0 + 7200
+
+
+def test_hosts_with_clocks_two_hours_off_take_a_minute_pause_as_a_minute(make_host, fake_clock, skewed) -> None:
+    writer, behind, ahead = make_host("a"), make_host("b"), make_host("c")
+    publisher = writer.notes(fake_clock)
+    published = publisher.publish(note(fake_clock.time() + 60, epoch=1))
+    assert published.lasting == 60
+    assert PauseNote.parse(POOL, "core", published.to_message()).lasting == 60  # the For: trailer
+    for host, offset in ((behind, -7200.0), (ahead, 7200.0)):
+        clock = skewed(fake_clock, offset)
+        notes = host.notes(clock)
+        notes.remote.fetch()
+        store = FakeStore()
+        assert notes.adopt_into(store) == 1, offset
+        (_, _, until, _, _), = store.calls
+        assert clock.time() < until <= clock.time() + 60, (offset, until - clock.time())
