@@ -132,17 +132,19 @@ MAX_LASTING = 86_400.0
 def local_end(until: float, lasting: float | None, first_seen: float) -> float:
     """When a note's pause ends by this host's clock, trusting no other host's time (issue #14, point 2).
 
-    A note's ``Until`` is its writer's clock. Where it falls within ``For`` of
-    this host's first sight, the clocks agree well enough and it is the more
-    exact; otherwise (this host's clock behind the writer's — a 60 s pause
-    would read as hours — or ahead — the pause would read as over) the pause
-    lasts ``For`` from first sight. A note without ``For`` (an older version)
-    keeps its ``Until``; the host store still bounds it by its horizon.
+    A note's ``Until`` is its writer's clock; ``For`` its length then, a
+    duration. The pause ends at ``Until`` but never later than ``For`` after
+    this host first saw the note: a host whose clock is behind the writer's
+    (where a 60 s pause would read as hours) pauses for ``For``. A host whose
+    clock is ahead reads the pause as over sooner — indistinguishable from a
+    note first seen late, which must not start the pause afresh — and its one
+    call that meets the throttle pauses it on its own. A note without ``For``
+    (an older version) keeps its ``Until``; the host store still bounds it by
+    its horizon.
     """
     if lasting is None:
         return until
-    relative = first_seen + lasting
-    return until if first_seen <= until <= relative else relative
+    return min(until, first_seen + lasting)
 
 
 def merge(a: PauseNote, b: PauseNote) -> PauseNote:
