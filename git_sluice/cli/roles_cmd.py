@@ -28,6 +28,7 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     observation, and lets go on SIGINT / SIGTERM. Exit 0 when stopped; 2 when
     another driver already runs in this clone (named by its pid).
     """
+    from ..errors import Interrupted
     from ..logfile import attach_log, progress_to_log
     from ..commands.roles import Stopper, drive
     from ..commands.session import open_session
@@ -51,7 +52,13 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
                 _say_line(text)
                 progress.info(text)
 
-            drive(session, list(branches) or None, stopper=stopper, say=say)
+            try:
+                drive(session, list(branches) or None, stopper=stopper, say=say)
+            except Interrupted:
+                if not stopper.stopped:
+                    raise
+                # stopped inside a wait on the road (a pause, another caller's flight): drive's
+                # finally let go of its marks, and a driver stopped cleanly exits 0
     if stopper.stopped:
         _say_line(f"stopped ({stopper.name})")
 
