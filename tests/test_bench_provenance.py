@@ -56,6 +56,23 @@ def test_a_process_on_another_tree_or_version_is_refused() -> None:
     fleet_provenance.check_worker(fleet_provenance.identity())
 
 
+def test_an_installed_copy_of_this_trees_source_counts_as_this_tree_and_an_edited_one_does_not(
+    tmp_path: Path,
+) -> None:
+    """CI installs with ``pip install .`` (no editable link): the same files elsewhere run the same code."""
+    import shutil
+
+    want = fleet_provenance.expected()
+    copy = tmp_path / "site-packages" / "git_sluice"
+    shutil.copytree(Path(want["file"]).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    got = {"file": str(copy / "__init__.py"), "version": want["version"],
+           "digest": fleet_provenance.source_digest(copy)}
+    assert fleet_provenance.mismatch("an installed copy", got, want) is None
+    (copy / "clock.py").write_text((copy / "clock.py").read_text() + "\n# edited\n")
+    got["digest"] = fleet_provenance.source_digest(copy)
+    assert "source differs" in (fleet_provenance.mismatch("an edited copy", got, want) or "")
+
+
 def test_the_console_script_is_this_trees() -> None:
     got = fleet_provenance.console_identity()
     assert fleet_provenance.mismatch("git-sluice", got, fleet_provenance.expected()) is None

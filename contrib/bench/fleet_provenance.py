@@ -22,10 +22,29 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
-IDENTITY_CODE = (
-    "import json, git_sluice; "
-    "print(json.dumps({'file': git_sluice.__file__, 'version': git_sluice.__version__}))"
+DIGEST_CODE = (
+    "def _digest(top):\n"
+    "    import hashlib, pathlib\n"
+    "    top = pathlib.Path(top)\n"
+    "    h = hashlib.sha256()\n"
+    "    for path in sorted(p for p in top.rglob('*.py') if '__pycache__' not in p.parts\n"
+    "                       and 'hookscripts' not in p.relative_to(top).parts):\n"
+    "        h.update(str(path.relative_to(top)).encode() + b'\\0' + path.read_bytes() + b'\\0')\n"
+    "    return h.hexdigest()\n"
 )
+"""The package's source as one hash: an installed copy built from this tree (``pip install .``, as
+CI installs it) has the same files in another place, and runs the same code."""
+
+IDENTITY_CODE = (
+    DIGEST_CODE
+    + "import json, pathlib, git_sluice\n"
+    "print(json.dumps({'file': git_sluice.__file__, 'version': git_sluice.__version__,\n"
+    "                  'digest': _digest(pathlib.Path(git_sluice.__file__).parent)}))\n"
+)
+
+_scope: dict[str, Any] = {}
+exec(DIGEST_CODE, _scope)  # noqa: S102 - our own constant, shared with the other processes' check
+source_digest = _scope["_digest"]
 
 
 class ProvenanceError(Exception):
@@ -51,7 +70,8 @@ def identity() -> dict[str, str]:
     """This process's git_sluice: where it was imported from, and its version."""
     import git_sluice
 
-    return {"file": str(Path(git_sluice.__file__).resolve()), "version": str(git_sluice.__version__)}
+    package = Path(git_sluice.__file__).resolve()
+    return {"file": str(package), "version": str(git_sluice.__version__), "digest": source_digest(package.parent)}
 
 
 def expected() -> dict[str, str]:
@@ -61,13 +81,14 @@ def expected() -> dict[str, str]:
     for line in init.read_text(encoding="utf-8").splitlines():
         if line.startswith("__version__"):
             version = line.split("=", 1)[1].strip().strip("\"'")
-    return {"file": str(init.resolve()), "version": str(version)}
+    return {"file": str(init.resolve()), "version": str(version), "digest": source_digest(init.parent)}
 
 
 def mismatch(who: str, got: dict[str, str], want: dict[str, str]) -> str | None:
     """Why ``got`` is not this tree's git_sluice, or None."""
-    if Path(got.get("file", "")).resolve() != Path(want["file"]).resolve():
-        return f"{who} imports git_sluice from {got.get('file')}, not from this tree ({want['file']})"
+    if Path(got.get("file", "")).resolve() != Path(want["file"]).resolve() and got.get("digest") != want["digest"]:
+        return (f"{who} imports git_sluice from {got.get('file')}, not from this tree ({want['file']}), "
+                "and its source differs")
     if got.get("version") != want["version"]:
         return f"{who} imports git_sluice {got.get('version')}, this tree is {want['version']}"
     return None
