@@ -21,6 +21,8 @@ nine that wait find the discovery clock already wound.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
@@ -116,30 +118,36 @@ class Intake:
             report = RoundReport(branch, "taken-in", decision.why, holder=holder, started_at=started)
             last = self.discovery_log.last(branch)
             base_moved = last is not None and last.rev is not None and rev is not None and last.rev != rev
-            try:
-                self._guarding = branch
+            with self._taking_in(branch, report, before):
                 self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline)
                 # Local movement asks at once but does not wind the discovery clock: a hook's round
                 # between ticks must not push the driver's next tick back (issue 12).
                 wound = last.asked_at if reason in LOCAL_MOVEMENT_REASONS and last is not None else now
                 self.discovery_log.record(branch, asked_at=wound, rev=rev)
                 report.next_discovery = now + self.discovery
-            except LeaseLapsed as exc:
-                # this host's own lease ran out mid-round: it stops here, its successor goes on
-                report.outcome, report.why = "unleased", str(exc)
-            except AllowanceSpent as exc:
-                report.outcome, report.why, report.paused_until = "paused", str(exc), exc.until
-                raise
-            except Exception as exc:
-                report.outcome, report.why = "failed", str(exc) or type(exc).__name__
-                raise
-            finally:
-                self._guarding = None
-                self._settle()
-                _account(report, before, self.forge)
-                report.finished_at = self.clock.time()
-                self.rounds.record(report)
             return report
+
+    @contextmanager
+    def _taking_in(self, branch: str, report: RoundReport, before: tuple[int, int, int, int]) -> Iterator[None]:
+        """One round's calls, guarded by the lease between them, and its report whatever the end."""
+        try:
+            self._guarding = branch
+            yield
+        except LeaseLapsed as exc:
+            # this host's own lease ran out mid-round: it stops here, its successor goes on
+            report.outcome, report.why = "unleased", str(exc)
+        except AllowanceSpent as exc:
+            report.outcome, report.why, report.paused_until = "paused", str(exc), exc.until
+            raise
+        except Exception as exc:
+            report.outcome, report.why = "failed", str(exc) or type(exc).__name__
+            raise
+        finally:
+            self._guarding = None
+            self._settle()
+            _account(report, before, self.forge)
+            report.finished_at = self.clock.time()
+            self.rounds.record(report)
 
     def _settle(self) -> None:
         """The round's permits handed back and its ledger written, once (never masking the round's own end)."""
@@ -176,28 +184,12 @@ class Intake:
         before = _snapshot(self.forge)
         report = RoundReport(branch, "taken-in", f"the host watch's tick {watched.tick}", holder=holder,
                              started_at=started)
-        try:
-            self._guarding = branch
+        with self._taking_in(branch, report, before):
             self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline,
                           watched=watched, since=(epoch, seen))
             self.discovery_log.record(branch, asked_at=now, rev=rev)
             self.watch.cursor.set(branch, watched.epoch, watched.tick)
             report.next_discovery = watched.next_at
-        except LeaseLapsed as exc:
-            # this host's own lease ran out mid-round: it stops here, its successor goes on
-            report.outcome, report.why = "unleased", str(exc)
-        except AllowanceSpent as exc:
-            report.outcome, report.why, report.paused_until = "paused", str(exc), exc.until
-            raise
-        except Exception as exc:
-            report.outcome, report.why = "failed", str(exc) or type(exc).__name__
-            raise
-        finally:
-            self._guarding = None
-            self._settle()
-            _account(report, before, self.forge)
-            report.finished_at = self.clock.time()
-            self.rounds.record(report)
         return report
 
     def _check_lease(self) -> None:
