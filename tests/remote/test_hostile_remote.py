@@ -259,16 +259,23 @@ def test_a_holder_cut_off_from_the_remote_stops_taking_in_before_its_successor_s
     assert all(a_calls == 0 for _, a_calls, _ in timeline[1:]), timeline
 
 
-def _slowed(fleet, session, seconds: float) -> None:
-    real = session.forge.request
+def _slow_holder(fleet_factory, git_daemon: str):
+    """Two hosts, three ready requests, a 60 s lease; host-a's GitHub takes 35 s a call."""
+    fleet = fleet_factory(("host-a", "host-b"), url=git_daemon, lease="60s", discovery="60s")
+    for i in range(3):
+        ready_pr(fleet.gh, f"x{i}")
+    a = fleet.session("host-a")
+    assert a.forge.pool
+    real = a.forge.request
 
     def slow(*args, **kwargs):
         try:
             return real(*args, **kwargs)
         finally:
-            fleet.clock.advance(seconds)  # type: ignore[attr-defined]
+            fleet.clock.advance(35)  # type: ignore[attr-defined]
 
-    session.forge.request = slow  # type: ignore[method-assign]
+    a.forge.request = slow  # type: ignore[method-assign]
+    return fleet, a
 
 
 def test_a_round_stops_between_calls_when_the_holders_lease_runs_out(
@@ -281,12 +288,7 @@ def test_a_round_stops_between_calls_when_the_holders_lease_runs_out(
 
     monkeypatch.setattr(step_mod, "watch_for", lambda session, ticking=False: None)
     monkeypatch.setattr(roles_mod, "tick_watch", lambda session, branches: None)
-    fleet = fleet_factory(("host-a", "host-b"), url=git_daemon, lease="60s", discovery="60s")
-    for i in range(3):
-        ready_pr(fleet.gh, f"x{i}")
-    a = fleet.session("host-a")
-    assert a.forge.pool
-    _slowed(fleet, a, 35)
+    fleet, a = _slow_holder(fleet_factory, git_daemon)
     mark = fleet.gh.mark()
     state = drive(a, max_ticks=1, let_go=False)
     assert len(list_calls(fleet, "host-a", mark)) == 1  # the list; nothing after the lease ran short
@@ -299,12 +301,7 @@ def test_with_the_host_watch_no_call_goes_out_after_the_holders_lease_ran_short(
     """The same slow GitHub with the host watch: the watch's list and the round's one read go out
     while the lease is good; the driver's second tick of the watch (after its rounds) asks nothing
     for a branch whose lease has run short by its own clock."""
-    fleet = fleet_factory(("host-a", "host-b"), url=git_daemon, lease="60s", discovery="60s")
-    for i in range(3):
-        ready_pr(fleet.gh, f"x{i}")
-    a = fleet.session("host-a")
-    assert a.forge.pool
-    _slowed(fleet, a, 35)
+    fleet, a = _slow_holder(fleet_factory, git_daemon)
     start = fleet.clock.time()
     mark = fleet.gh.mark()
     drive(a, max_ticks=1, let_go=False)
