@@ -22,10 +22,8 @@ because a shorter discovery interval spends calls no one needs.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import re
-import socket
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -177,6 +175,8 @@ def is_loopback_url(url: str) -> bool:
     if host.lower() == "localhost":
         return True
     try:
+        import ipaddress
+
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
@@ -464,6 +464,8 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True) -> Settin
     # sluice.host
     given = _last(values, "sluice.host")
     if given is None:
+        import socket
+
         host = sanitise_host(socket.gethostname())
     else:
         host = _text("sluice.host", given.value, "a host name of letters, digits, '.', '_' or '-' (63 at most)")

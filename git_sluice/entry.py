@@ -4,7 +4,9 @@ A hook starts ``git-sluice _hook-round --wait-pid <git's pid>`` detached,
 while the user's push is still running. Importing click, libgit2 or httpx
 then would take CPU from that push, so this entry point (standard library
 only) lowers the runner's priority and waits for git to exit first; the
-command line proper (:mod:`git_sluice.cli`) is imported after.
+command line proper (:mod:`git_sluice.cli`) is imported after, and only
+when :mod:`git_sluice.cli.fast` leaves the command to click: the plain
+spellings of ``status``, ``queue`` and ``_hook-round`` run without it.
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == [HOOK_COMMAND]:
         before_hook_round(argv[1:])
+    from .cli.fast import dispatch
+
+    code = dispatch(argv)  # status, queue and the hook runner, without click (issue 15)
+    if code is not None:
+        sys.exit(code)
     from .cli import main as cli
 
     cli()

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-import platformdirs
+platformdirs: Any = None
+"""The ``platformdirs`` module, imported on first use: ``queue`` and the hooks' light paths never need it."""
 
 APP_NAME = "git-sluice"
 HOST_STORE_NAME = "host.sqlite3"
@@ -23,6 +25,11 @@ def host_state_dir() -> Path:
     Private because it records which pools this user spends and when; nothing
     in it is a secret, but nothing in it is anyone else's business either.
     """
+    global platformdirs
+    if platformdirs is None:
+        import platformdirs as found
+
+        platformdirs = found
     path = Path(platformdirs.user_state_dir(APP_NAME))
     if not path.is_dir():
         try:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -39,7 +38,13 @@ from .errors import StateFileBusy as StateFileBusy
 if TYPE_CHECKING:
     import filelock
 
-log = logging.getLogger("git_sluice")
+
+
+def _warn(message: str, *args: object) -> None:
+    """A warning on git-sluice's logger; logging is imported only when there is one (queue never warns)."""
+    import logging
+
+    logging.getLogger("git_sluice").warning(message, *args)
 
 LOCK_TIMEOUT = 30.0
 """Seconds a writer waits for a document's lock (a save holds it for milliseconds)."""
@@ -95,12 +100,12 @@ def load_json(path: Path | str, parse: Callable[[Any], T], default: Callable[[],
     except FileNotFoundError:
         return default()
     except OSError as exc:
-        log.warning("%s %s unreadable (%s): discarded, it will be rebuilt", what, path, exc)
+        _warn("%s %s unreadable (%s): discarded, it will be rebuilt", what, path, exc)
         return default()
     try:
         return parse(json.loads(text))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        log.warning("%s %s is corrupt (%s): discarded, it will be rebuilt", what, path, exc)
+        _warn("%s %s is corrupt (%s): discarded, it will be rebuilt", what, path, exc)
         return default()
 
 

@@ -21,7 +21,7 @@ from git_sluice.remote.lease import LeaseRecord, lease_ref
 from tests.gitutil import git
 
 HEAVY = ("graphql", "httpx", "pygit2")
-ALSO = ("filelock", "email")  # what queue no longer loads either, nor status email (issue 15)
+ALSO = ("filelock", "email", "platformdirs")  # what queue no longer loads either, nor status email (issue 15)
 IDENT = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 
 
@@ -49,7 +49,8 @@ def _run_cli(work: Path, *args: str) -> dict[str, object]:
         f"sys.argv = ['git-sluice', *{list(args)!r}]\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\nelse:\n    code = 0\n"
         f"print(json.dumps({{'heavy': [m for m in {HEAVY!r} if m in sys.modules], 'code': code,\n"
-        f"                  'light': [m for m in {ALSO!r} if m in sys.modules]}}))\n"
+        f"                  'light': [m for m in {ALSO!r} if m in sys.modules],\n"
+        f"                  'click': [m for m in ('click',) if m in sys.modules]}}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, check=True)
     *printed, last = proc.stdout.strip().splitlines()
@@ -68,10 +69,13 @@ def test_status_and_queue_load_neither_graphql_nor_httpx_nor_libgit2(work: Path)
     assert lease["holder"] == "host-b" and lease["role"] == "driver" and not lease["garbage"] and not lease["mine"]
     queue = _run_cli(work, "queue", "--json")
     assert queue["heavy"] == [] and queue["code"] == 0 and queue["light"] == [], queue
+    assert status["click"] == queue["click"] == [], (status, queue)  # cli/fast.py runs them (issue 15)
 
 
 def test_a_hook_round_that_concerns_nothing_loads_neither_graphql_nor_httpx_nor_libgit2(work: Path) -> None:
-    """Most hook runs concern nothing (a branch not taken in): read the inbox, the filter, the config, end."""
+    """Most hook runs concern nothing (a branch not taken in): read the inbox, the filter, the config, end.
+
+    Nor click: the runner's plain spelling is run by cli/fast.py (issue 15)."""
     sluice = work / ".git" / "sluice"
     sluice.mkdir()
     inbox = sluice / "hook-in.4242"
@@ -82,7 +86,7 @@ def test_a_hook_round_that_concerns_nothing_loads_neither_graphql_nor_httpx_nor_
         "from git_sluice.entry import main\n"
         f"sys.argv = ['git-sluice', '_hook-round', '--inbox', {str(inbox)!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
+        f"print(json.dumps([m for m in {('click', *HEAVY)!r} if m in sys.modules]))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True, check=True)
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []

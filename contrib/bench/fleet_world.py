@@ -176,7 +176,9 @@ class _PerHostDirs:
 
 
 if not isinstance(_paths.platformdirs, _PerHostDirs):
-    _paths.platformdirs = _PerHostDirs(_paths.platformdirs)  # type: ignore[assignment]
+    import platformdirs as _platformdirs  # git_sluice.paths imports it on first use (issue 15)
+
+    _paths.platformdirs = _PerHostDirs(_paths.platformdirs or _platformdirs)
 
 
 @contextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import sys
 from typing import Any, Callable, TypeVar
@@ -12,6 +11,7 @@ import click
 
 from ..durations import parse_duration
 from ..errors import SluiceError
+from .views import json_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,7 +31,7 @@ def handles_errors(func: F) -> F:
 
 
 def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+    click.echo(json_text(data))
 
 
 class Duration(click.ParamType):

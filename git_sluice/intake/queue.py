@@ -20,7 +20,6 @@ cases in ``docs/queue-json.md``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -250,6 +249,8 @@ def branch_file_name(branch: str) -> str:
     """
     encoded = quote(branch, safe="")
     if len(encoded) > 180:
+        import hashlib
+
         digest = hashlib.sha256(branch.encode()).hexdigest()[:16]
         encoded = f"{encoded[:150]}~{digest}"
     return encoded + ".json"

@@ -1,0 +1,142 @@
+"""The text ``queue`` and ``status`` print, as lines: one renderer for both ways in.
+
+Dashboards poll these two commands, so :mod:`.fast` runs them without click
+(issue 15); the click commands in :mod:`.view_cmd` serve ``--help``, errors
+and every other spelling. Both print what these functions return, so the two
+can never show different text. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+
+def json_text(data: Any) -> str:
+    """Every command's ``--json`` text (one layout everywhere)."""
+    return json.dumps(data, indent=2, sort_keys=False, default=str)
+
+
+def show_queue(branches: Sequence[str], as_json: bool, echo: Callable[[str], None]) -> None:
+    """What ``git sluice queue`` prints, through ``echo`` (click's, or :mod:`.fast`'s)."""
+    from ..commands.queue import read_queues
+
+    docs = read_queues(".", branches)
+    if as_json:
+        from ..intake.queue import to_document
+
+        documents = [to_document(doc) for doc in docs]
+        echo(json_text(documents[0] if len(documents) == 1 else documents))
+        return
+    for line in queue_lines(docs):
+        echo(line)
+
+
+def show_status(as_json: bool, echo: Callable[[str], None]) -> None:
+    """What ``git sluice status`` prints, through ``echo``."""
+    from ..commands.status import collect_status
+
+    data = collect_status()
+    if as_json:
+        echo(json_text(data))
+        return
+    for line in status_lines(data):
+        echo(line)
+
+
+def queue_lines(docs: Iterable[Any]) -> Iterator[str]:
+    """``git sluice queue`` without ``--json``: a header per branch, a line per request."""
+    for doc in docs:
+        header = f"{doc.repository} {doc.branch}"
+        if doc.withdrawn_by:
+            yield f"{header}: taken in by {doc.withdrawn_by} (not this host)"
+            continue
+        read = ago(doc.read_at) if doc.read_at else "never read"
+        yield f"{header}: {len(doc.entries)} open, read {read}"
+        for entry in sorted(doc.entries.values(), key=lambda e: e.number):
+            detail = []
+            if entry.review_decision:
+                detail.append(entry.review_decision.lower().replace("_", " "))
+            if entry.checks_state:
+                detail.append(f"checks {entry.checks_state.lower()}")
+            if entry.failing:
+                detail.append("failing: " + ", ".join(entry.failing))
+            if entry.mergeable == "CONFLICTING":
+                detail.append("conflicts")
+            title = entry.title if len(entry.title) <= 50 else entry.title[:49] + "…"
+            yield f"  #{entry.number:<5} {entry.state:<8} {title}  ({entry.author or '?'}; {'; '.join(detail) or '-'})"
+
+
+def status_lines(data: dict[str, Any]) -> Iterator[str]:
+    """``git sluice status`` without ``--json``, from :func:`~git_sluice.commands.status.collect_status`'s data."""
+    now = data["now"]
+    yield f"{data['repository']} on {data['host']}" + ("" if data["enforce"] else " (observe-only: nothing is blocked)")
+    for b in data["branches"]:
+        counts = ", ".join(f"{n} {s}" for s, n in b["counts"].items() if n) or "empty"
+        yield f"  {b['lease']['text']}"
+        if b["withdrawn_by"]:
+            yield f"    queue: taken in by {b['withdrawn_by']}"
+        else:
+            yield f"    queue: {counts}"
+        last = b["last_round"]
+        if last:
+            cost = f"{last.get('requests', 0)} calls, {last.get('counted', 0)} counted, {last.get('points', 0)} points"
+            yield (f"    last round: {last.get('outcome')} at {last.get('finished_at') or last.get('started_at')}"
+                   f" ({cost}): {last.get('why')}")
+        else:
+            yield "    last round: none yet"
+    if not data["pools"]:
+        yield "  budget: nothing seen yet (no call made on this host)"
+    for p in data["pools"]:
+        used, limit = p["used"], p["limit"]
+        line = f"  pool {p['pool']} {p['resource']:<8} {bar(used, limit)} {used if used is not None else '?'}/{limit or '?'}"
+        if p["reset"]:
+            line += f", resets {ago(p['reset'], now)}"
+        line += f"; counted here last hour: {p['counted_last_hour']}"
+        yield line
+        if p.get("pace") and p["pace"]["stretch"] > 1:
+            yield f"    pace: {p['pace']['text']}"
+        pause = p["pause"]
+        if pause is not None:
+            if pause["observe_only"]:
+                yield (f"    would have paused {until(pause['until'], now)} ({pause['class']}); "
+                       f"{pause['held']} calls would have been held")
+            elif p["forge"] == "rate-limited":
+                source = "" if pause["source"] == "local" else f", learned from {pause['source']}"
+                yield f"    rate-limited {until(pause['until'], now)} ({pause['class']}{source})"
+            else:
+                yield f"    recovering: {p['forge']} after a pause"
+    failure = data["last_hook_failure"]
+    if failure and not failure.get("recovered_at"):
+        from ..errors import local_time
+
+        when = failure.get("time")
+        shown = local_time(when) if isinstance(when, (int, float)) else str(failure.get("at") or "at an unknown time")
+        yield f"  last hook round failed: {failure.get('error')} ({shown})"
+
+
+def ago(epoch: float | None, now: float | None = None) -> str:
+    if epoch is None:
+        return "never"
+    from ..durations import format_duration
+
+    delta = (now if now is not None else time.time()) - epoch
+    if delta < 0:
+        return "in " + format_duration(-delta)
+    return format_duration(delta) + " ago"
+
+
+def until(epoch: float, now: float) -> str:
+    from ..durations import format_duration
+    from ..errors import local_time
+
+    return f"until {local_time(epoch)} (in {format_duration(max(epoch - now, 0))})"
+
+
+def bar(used: int | None, limit: int | None, width: int = 20) -> str:
+    if not limit or used is None:
+        return "[" + "?" * width + "]"
+    filled = min(width, round(width * used / limit))
+    return "[" + "#" * filled + "-" * (width - filled) + "]"
