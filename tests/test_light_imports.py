@@ -158,3 +158,16 @@ def test_wait_pid_is_read_in_either_spelling() -> None:
     assert wait_pid_of(["--inbox", "x", "--wait-pid=9"]) == 9
     assert wait_pid_of(["--inbox", "x"]) is None
     assert wait_pid_of(["--wait-pid", "-3"]) is None and wait_pid_of(["--wait-pid"]) is None
+
+
+def test_calling_github_does_not_load_httpx_s_own_command_line() -> None:
+    """httpx imports its CLI (click, rich, pygments: ~40 ms) when they are installed; git-sluice never runs it."""
+    code = (
+        "import json, sys\n"
+        "from git_sluice.commands.session import open_session\n"
+        "import httpx\n"
+        "print(json.dumps({'cli': sys.modules.get('httpx._main') is not None,\n"
+        "                  'loaded': [m for m in ('click', 'rich', 'pygments') if m in sys.modules]}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(proc.stdout) == {"cli": False, "loaded": []}
