@@ -92,28 +92,44 @@ class ObservationStore:
     def observe_many(self, seen: Mapping[str, str | None]) -> dict[str, Observation | None]:
         """Record what each ref holds now; a new object id (or boot) starts a new observation.
 
-        A ref seen absent forgets its entries.
+        A ref seen absent forgets its entries. Most calls record nothing new (a
+        round reads the same mark before each of its calls), so the file is read
+        first without the lock (its writes are atomic) and the lock is taken
+        only when something must be written: the answer is the one a locked
+        read just before any concurrent writer would have given (issue 15).
         """
-        result: dict[str, Observation | None] = {}
+        found = self._observed(self._load(), seen, write=False)
+        if found is not None:
+            return found
         with self._doc.locked():
             data = self._load()
-            now = self.clock.monotonic()
-            confirmed = self._confirmed(data, now)
-            changed = False
-            for ref, oid in seen.items():
-                if oid is None:
-                    changed |= data["seen"].pop(ref, None) is not None
-                    changed |= data["wrote"].pop(ref, None) is not None
-                    result[ref] = None
-                    continue
-                entry = data["seen"].get(ref)
-                if not self._valid(entry, oid, now, "first_seen"):
-                    entry = {"oid": oid, "first_seen": now, "boot_id": self.boot, "clock": self.clock_kind}
-                    data["seen"][ref] = entry
-                    changed = True
-                result[ref] = Observation(oid, float(entry["first_seen"]), self.boot, confirmed)
-            if changed:
-                self._save(data)
+            result = self._observed(data, seen, write=True)
+            assert result is not None
+            return result
+
+    def _observed(self, data: dict[str, Any], seen: Mapping[str, str | None], *,
+                  write: bool) -> dict[str, Observation | None] | None:
+        """Each ref's observation from ``data``; None if one must be written and ``write`` is False."""
+        result: dict[str, Observation | None] = {}
+        now = self.clock.monotonic()
+        confirmed = self._confirmed(data, now)
+        changed = False
+        for ref, oid in seen.items():
+            if oid is None:
+                changed |= data["seen"].pop(ref, None) is not None
+                changed |= data["wrote"].pop(ref, None) is not None
+                result[ref] = None
+                continue
+            entry = data["seen"].get(ref)
+            if not self._valid(entry, oid, now, "first_seen"):
+                entry = {"oid": oid, "first_seen": now, "boot_id": self.boot, "clock": self.clock_kind}
+                data["seen"][ref] = entry
+                changed = True
+            result[ref] = Observation(oid, float(entry["first_seen"]), self.boot, confirmed)
+        if changed:
+            if not write:
+                return None
+            self._save(data)
         return result
 
     def observed_for(self, observation: Observation | None) -> float | None:
@@ -127,6 +143,9 @@ class ObservationStore:
     def fetched(self, at: float) -> None:
         """A fetch of the leases that began at monotonic ``at`` succeeded: the mirror is the
         remote's as of then."""
+        previous = self._confirmed(self._load(), self.clock.monotonic())  # unlocked: most fetches are older news
+        if previous is not None and previous >= at:
+            return
         with self._doc.locked():
             data = self._load()
             previous = self._confirmed(data, self.clock.monotonic())

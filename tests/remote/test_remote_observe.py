@@ -168,3 +168,29 @@ def test_readings_of_another_kind_of_clock_are_not_compared(tmp_path: Path) -> N
     assert obs.first_seen == fake.time()  # not 1.8e9 seconds "unchanged"
     store(tmp_path, OtherClock(5.0)).wrote({REF: B}, at=5.0)
     assert store(tmp_path, fake).written_at(REF, B) is None
+
+
+def test_an_unchanged_mark_is_read_without_the_lock_and_a_new_one_under_it(tmp_path: Path, monkeypatch) -> None:
+    """A round reads the same mark before each call: only a change takes the lock (issue 15)."""
+    from git_sluice.statefile import JsonDocument
+
+    clock = FakeClock(1000.0)
+    s = store(tmp_path, clock)
+    s.observe(REF, A)
+    s.fetched(1000.0)
+    taken = []
+    real = JsonDocument.locked
+
+    def counted(doc: JsonDocument):  # type: ignore[no-untyped-def]
+        taken.append(doc.path.name)
+        return real(doc)
+
+    monkeypatch.setattr(JsonDocument, "locked", counted)
+    clock.advance(10)
+    assert s.observe(REF, A).first_seen == 1000.0 and s.observe_many({REF: A, "refs/x": None})[REF] is not None
+    s.fetched(900.0)  # older news than the fetch recorded
+    assert taken == []
+    assert s.observe(REF, B).first_seen == 1010.0  # a new object: written, under the lock
+    s.fetched(1010.0)
+    assert taken == [FILE_NAME, FILE_NAME]
+    assert store(tmp_path, clock).observe(REF, B).first_seen == 1010.0
