@@ -26,17 +26,17 @@ update. One write and one document answer both, with one policy each:
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from .errors import StateFileBusy as StateFileBusy
-
-if TYPE_CHECKING:
-    import filelock
 
 
 
@@ -115,14 +115,97 @@ def _object(data: Any) -> dict[str, Any]:
     return data
 
 
-@contextlib.contextmanager
-def held(lock: filelock.BaseFileLock, *, busy: str) -> Iterator[None]:
-    """Hold ``lock``; its timeout running out raises :class:`StateFileBusy` with ``busy`` as the subject."""
-    import filelock
+class LockTimeout(Exception):
+    """A :class:`FileLock` stayed taken for its whole timeout (or at once, when not waiting)."""
 
+
+class FileLock:
+    """An exclusive lock on a file beside the state it guards: ``flock(2)``, as filelock takes it on POSIX.
+
+    The processes of a clone take these locks hundreds of times a round; the
+    ``filelock`` package cost ~15 ms to import and ~0.1 ms a take, ten times
+    the system calls themselves (issue 15). The lock is the same kernel lock
+    filelock's Unix lock takes (``flock`` on the same file, left in place), so
+    a process of an older git-sluice and this one still exclude each other.
+    As filelock's, it is reentrant per thread and per object: a nested take by
+    the same thread counts, while two objects (or threads) on one file
+    conflict, like two processes. A file replaced or removed while it was
+    being taken is taken again, so two holders never hold different files.
+    """
+
+    POLL = 0.05
+    """Seconds between tries while it waits (filelock's own interval)."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        self.lock_file = path
+        self.timeout = timeout
+        self._local = threading.local()
+
+    @property
+    def is_locked(self) -> bool:
+        return bool(getattr(self._local, "count", 0))
+
+    def acquire(self, *, blocking: bool = True) -> None:
+        """Take the lock, waiting up to ``timeout`` seconds (real time), or not at all; else :class:`LockTimeout`."""
+        state = self._local
+        if getattr(state, "count", 0):
+            state.count += 1
+            return
+        deadline = time.monotonic() + max(self.timeout, 0.0)
+        while True:
+            fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+                    raise
+                left = deadline - time.monotonic()
+                if not blocking or left <= 0:
+                    raise LockTimeout(self.lock_file) from None
+                time.sleep(min(self.POLL, left))
+                continue
+            except BaseException:
+                os.close(fd)
+                raise
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.lock_file).st_ino
+            except OSError:
+                same = False
+            if not same:  # removed or replaced while taken: take the file that is there now
+                os.close(fd)
+                continue
+            state.fd, state.count = fd, 1
+            return
+
+    def release(self) -> None:
+        """Give one take back; the last one unlocks (a release without a take does nothing)."""
+        state = self._local
+        count = getattr(state, "count", 0)
+        if not count:
+            return
+        state.count = count - 1
+        if state.count == 0:
+            fd, state.fd = state.fd, None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def __enter__(self) -> FileLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@contextlib.contextmanager
+def held(lock: FileLock, *, busy: str) -> Iterator[None]:
+    """Hold ``lock``; its timeout running out raises :class:`StateFileBusy` with ``busy`` as the subject."""
     try:
         lock.acquire()
-    except filelock.Timeout:
+    except LockTimeout:
         raise StateFileBusy(
             f"{busy} {lock.lock_file} stayed busy for {lock.timeout:.0f} s; "
             "is a git-sluice process stuck? (the lock is released when it exits)"
@@ -133,28 +216,20 @@ def held(lock: filelock.BaseFileLock, *, busy: str) -> Iterator[None]:
         lock.release()
 
 
-def try_acquire(lock: filelock.BaseFileLock) -> bool:
+def try_acquire(lock: FileLock) -> bool:
     """Take ``lock`` if it is free, without waiting (a runner that finds it held leaves its work to the holder)."""
-    import filelock
-
     try:
         lock.acquire(blocking=False)
-    except filelock.Timeout:
+    except LockTimeout:
         return False
     return True
 
 
-def file_lock(path: Path | str, *, timeout: float = LOCK_TIMEOUT) -> filelock.FileLock:
-    """A lock file beside the state it guards (its folder is made, private, if missing).
-
-    filelock is imported here, not at the top: commands that only read state
-    (``git sluice queue``, polled by dashboards) never pay for its import.
-    """
-    import filelock
-
+def file_lock(path: Path | str, *, timeout: float = LOCK_TIMEOUT) -> FileLock:
+    """A lock file beside the state it guards (its folder is made, private, if missing)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return filelock.FileLock(str(path), timeout=timeout)
+    return FileLock(str(path), timeout=timeout)
 
 
 class JsonDocument:
@@ -169,7 +244,7 @@ class JsonDocument:
     def __init__(self, path: Path | str, *, what: str) -> None:
         self.path = Path(path)
         self.what = what
-        self._lock: filelock.FileLock | None = None  # made by the first writer: readers never import filelock
+        self._lock: FileLock | None = None  # made by the first writer
 
     def read(self) -> dict[str, Any]:
         """The document; empty when absent, and when corrupt (with a warning)."""

@@ -177,3 +177,58 @@ def test_reading_state_does_not_import_filelock(tmp_path: Path) -> None:
         f"QueueStore({str(tmp_path)!r}).load('main'); assert 'filelock' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_lock_is_the_one_filelock_takes_so_older_processes_still_exclude_this_one(tmp_path: Path) -> None:
+    """issue 15: statefile's own flock lock replaced the filelock package; the kernel lock is the same."""
+    import filelock
+
+    path = tmp_path / "q.lock"
+    theirs = filelock.FileLock(str(path), timeout=0)
+    with theirs:
+        assert not try_acquire(file_lock(path))
+    ours = file_lock(path)
+    assert try_acquire(ours)
+    try:
+        with pytest.raises(filelock.Timeout):
+            theirs.acquire()
+    finally:
+        ours.release()
+    theirs.acquire()
+    theirs.release()
+
+
+def test_the_lock_is_reentrant_per_thread_and_excludes_other_threads(tmp_path: Path) -> None:
+    lock = file_lock(tmp_path / "r.lock", timeout=0)
+    lock.acquire()
+    lock.acquire()  # nested: counted
+    seen: list[bool] = []
+    worker = threading.Thread(target=lambda: seen.append(try_acquire(lock)))
+    worker.start()
+    worker.join()
+    lock.release()
+    assert seen == [False] and lock.is_locked and not try_acquire(file_lock(tmp_path / "r.lock"))
+    lock.release()
+    assert not lock.is_locked and try_acquire(file_lock(tmp_path / "r.lock"))
+
+
+def test_a_lock_file_removed_while_held_is_not_a_second_lock(tmp_path: Path) -> None:
+    path = tmp_path / "gone.lock"
+    first = file_lock(path)
+    first.acquire()
+    path.unlink()  # someone cleans up under the holder
+    second = file_lock(path)
+    assert try_acquire(second)  # a fresh file: the old holder holds nothing anyone can see
+    assert not try_acquire(file_lock(path, timeout=0))
+    second.release()
+    first.release()
+
+
+def test_taking_a_lock_does_not_import_filelock(tmp_path: Path) -> None:
+    code = (
+        "import sys; from git_sluice.statefile import JsonDocument; "
+        f"d = JsonDocument({str(tmp_path / 'x.json')!r}, what='x')\n"
+        "with d.update() as data: data['n'] = 1\n"
+        "assert 'filelock' not in sys.modules, 'a lock loaded filelock'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
