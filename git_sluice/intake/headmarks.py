@@ -15,6 +15,7 @@ refuses cannot be pushed, so it needs no mark.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,8 +25,12 @@ SUFFIX = "~"
 _FORBIDDEN = frozenset(" ~^:?*[\\")
 
 
+@functools.lru_cache(maxsize=8192)
 def valid_branch(name: str) -> bool:
-    """Whether git would take ``name`` as a branch (``git check-ref-format --branch``'s rules)."""
+    """Whether git would take ``name`` as a branch (``git check-ref-format --branch``'s rules).
+
+    Kept per name: a drive checks its queue's same heads at every save (issue 15).
+    """
     if not name or name == "@" or len(name.encode("utf-8", "surrogatepass")) > 1024:
         return False
     if name.startswith("/") or name.endswith("/") or name.endswith(".") or "//" in name:

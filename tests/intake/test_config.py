@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from pytest_git import GitRepo
 
-from git_sluice import config as config_mod
 from git_sluice.config import (
     KNOWN_KEYS,
     TEST_MIN_DISCOVERY_ENV,
@@ -186,7 +185,9 @@ def test_sanitise_host() -> None:
 
 
 def test_defaults(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(config_mod.socket, "gethostname", lambda: "ci runner\n7")
+    import socket  # config imports it where it asks the host name (issue 15)
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "ci runner\n7")
     settings = load_settings(repo)
     assert settings.remote == "origin"
     assert settings.branches == ("main",)
