@@ -67,6 +67,6 @@ def main() -> None:
     code = dispatch(argv)  # status, queue and the hook runner, without click (issue 15)
     if code is not None:
         sys.exit(code)
-    from .cli import main as cli
+    from .cli._group import main as cli  # imports the one command's module it runs
 
     cli()

@@ -76,6 +76,7 @@ def test_the_fast_path_prints_what_click_prints(work: Path, args: tuple[str, ...
 @pytest.mark.parametrize("args", [
     ("status", "--help"), ("queue", "-h"), ("queue", "--jsn"), ("queue", "-b"), ("queue", "-bmain"),
     ("queue", "-b", "--json"), ("status", "extra"), ("_hook-round", "--wait-pid", "x1"), ("--version",), (),
+    ("intak",), ("intake", "--help"), ("--help",),
 ])
 def test_every_other_spelling_is_left_to_click(work: Path, args: tuple[str, ...]) -> None:
     assert parse(args) is None
@@ -102,3 +103,22 @@ def test_a_closed_pipe_ends_queue_quietly_with_clicks_code(work: Path) -> None:
     _, click_err, click_code = _run(work, code.replace(ENTRY, CLICK), "queue")
     assert fast_code == click_code == 1
     assert "Traceback" not in fast_err and "Traceback" not in click_err
+
+
+def test_the_command_map_names_every_command_where_it_is_defined() -> None:
+    """The console script imports only the module of the command it runs (cli/_group.COMMAND_MODULES)."""
+    from git_sluice.cli import main
+    from git_sluice.cli._group import COMMAND_MODULES
+
+    assert set(main.commands) == set(COMMAND_MODULES)
+    for name, command in main.commands.items():
+        assert command.callback is not None
+        assert command.callback.__module__ == f"git_sluice.cli.{COMMAND_MODULES[name]}", name
+
+
+def test_a_command_run_by_click_loads_its_own_module_alone(tmp_path: Path) -> None:
+    code = ("import sys\nsys.argv = ['git-sluice', 'intake', '--help']\nfrom git_sluice.entry import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('git_sluice.cli.') and m.endswith('_cmd')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert proc.stdout.strip().splitlines()[-1] == "['git_sluice.cli.intake_cmd']"

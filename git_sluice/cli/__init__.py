@@ -1,7 +1,8 @@
 """The ``git sluice`` command line: one module per command, no logic here.
 
 Each command module attaches itself to :data:`main` when imported; asking
-this package for ``main`` imports them all. The package itself imports
+this package for ``main`` imports them all (the console script's entry imports
+only the one it runs: ``_group.COMMAND_MODULES``). The package itself imports
 nothing, so :mod:`.fast` (``status``, ``queue`` and the hook runner without
 click, issue 15) loads none of it. Keep heavy imports inside command
 functions so ``git sluice`` starts fast from a hook.
@@ -20,17 +21,8 @@ __all__ = ["main"]
 def __getattr__(name: str) -> Any:
     if name != "main":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from ._group import main
+    from ._group import load_all, main
 
-    # Command modules (each registers itself on `main`).
-    # (add one import line per command module here)
-    from . import hook_cmd, setup_cmd  # noqa: F401  (issue 6)
-    from . import api_cmd  # noqa: F401
-    from . import intake_cmd  # noqa: F401
-    from . import roles_cmd  # noqa: F401
-    from . import view_cmd  # noqa: F401
-    from . import demo_cmd  # noqa: F401
-    from . import doctor_cmd  # noqa: F401
-
+    load_all()  # every command on `main` (a new command module: one line in _group.COMMAND_MODULES)
     globals()["main"] = main
     return main
