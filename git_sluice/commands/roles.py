@@ -15,8 +15,12 @@ from typing import Any
 
 from ..errors import AllowanceSpent, CredentialsRefused, Interrupted, SluiceError, TimedOut, local_time
 from ..forge.client import ForgeError, ForgeUnavailable
+from ..intake import follow as fl
 from ..intake import graphql as gq
+from ..intake.followstore import Followed, FollowStore
+from ..intake.hostwatch import HostWatch
 from ..intake.queue import derive_state
+from ..intake.request import Request
 from ..intake.round import Intake, RoundReport
 from .step import branch_refspecs, intake_for
 from ..remote.git import RemoteRefused, RemoteUnreachable
@@ -24,7 +28,7 @@ from ..remote.leases import LeaseKeeper
 from .refusal import Refusal
 from .stopper import Stopper as Stopper
 from .session import Session, fetch_and_adopt, reread_credentials
-from .watching import next_wake, tick_watch
+from .watching import follow_watch, next_wake, tick_watch
 
 log = logging.getLogger("git_sluice")
 
@@ -210,6 +214,9 @@ def find_branch(session: Session, number: int, deadline: float | None = None) ->
     for branch in intake.queue.branches():
         if number in intake.queue.load(branch).entries:
             return branch
+    remembered = FollowStore(session.repo.sluice_dir).get(number).branch
+    if remembered is not None:
+        return remembered  # a wait run before followed it there (a retargeting is found when it leaves the list)
     owner, name = session.owner_name
     answer = session.forge.get(f"repos/{owner}/{name}/pulls/{number}", wait=True, deadline=deadline).raise_for_status()
     return str(answer.json()["base"]["ref"])
@@ -230,6 +237,9 @@ def wait_for(
     fetch_and_adopt(session)  # the pause notes first: another host's pause is waited out, not run into
     branch = find_branch(session, number, deadline)
     intake, keeper = intake_for(session, role="wait")
+    following = _Following.load(session, number)
+    if following.memory.branch != branch:
+        following.memory = Followed(branch=branch)
     history: list[str] = []
     last_said: str | None = None
     took = False
@@ -263,11 +273,17 @@ def wait_for(
                 state = _follow_by_round(session, intake, branch, number, wait_deadline)
                 interval = min(session.settings.discovery, session.settings.lease / 3)
             else:
-                state = _follow_alone(session, intake, number, wait_deadline)
-                interval = session.settings.discovery / 4
+                state = _follow_alone(session, intake, branch, number, wait_deadline, following)
+                interval = following.interval(session)
+                if following.retarget is not None:
+                    following.done(branch)
+                    branch, following.retarget = following.retarget, None
+                    following.memory = Followed(branch=branch)
+                    tell(f"#{number}: retargeted to {branch}")
             if state is not None:
                 tell(f"#{number}: {state}")
                 if state in OUTCOMES:
+                    following.done(branch)
                     return WaitResult(number, state, OUTCOMES[state], history)
             target = clock.time() + interval
             if deadline is not None:
@@ -316,8 +332,116 @@ def _closed_state(session: Session, number: int, deadline: float | None) -> str 
     return _ended(_pull(session, number, deadline)[0])
 
 
-def _follow_alone(session: Session, intake: Intake, number: int, deadline: float | None) -> str | None:
-    """Another host takes the branch in: follow our own request by GitHub's word, conditionally."""
+@dataclass
+class _Following:
+    """A wait's memory of its request while another host takes the branch in (docs/design.md#the-host-watch).
+
+    ``memory`` is kept in the clone (:mod:`~git_sluice.intake.followstore`), so
+    a wait run again (an agent's loop of ``wait --timeout``) asks nothing anew.
+    """
+
+    store: FollowStore
+    number: int
+    memory: Followed
+    watch: HostWatch | None = None
+    """The host watch whose answers the last step read; None: the wait asked for itself."""
+    next_at: float | None = None
+    retarget: str | None = None
+    """The base the request moved to (the wait follows it there)."""
+
+    @classmethod
+    def load(cls, session: Session, number: int) -> _Following:
+        store = FollowStore(session.repo.sluice_dir)
+        return cls(store, number, store.get(number))
+
+    def interval(self, session: Session) -> float:
+        """Until the watch's next tick (its answers change no sooner); the old quarter interval without one."""
+        if self.watch is None or self.next_at is None:
+            return session.settings.discovery / 4
+        return max(1.0, min(session.settings.discovery, self.next_at + 1.0 - session.clock.time()))
+
+    def save(self, session: Session) -> None:
+        try:
+            self.store.put(self.number, self.memory, now=session.clock.time())
+        except SluiceError as exc:  # a memory, not a result: the next look reads the request once more
+            log.info("could not keep what the wait for #%s saw: %s", self.number, exc)
+
+    def done(self, branch: str) -> None:
+        """The request reached an outcome: the watch stops following it, and the memory goes."""
+        try:
+            self.store.drop(self.number)
+            if self.watch is not None:
+                self.watch.unfollow(branch, self.number)
+        except Exception as exc:  # the follow lapses by itself (watchstore.FOLLOW_FORGET)
+            log.info("could not tell the host watch the wait for #%s is over: %s", self.number, exc)
+        self.watch = None
+
+
+def _follow_alone(
+    session: Session, intake: Intake, branch: str, number: int, deadline: float | None, following: _Following
+) -> str | None:
+    """Another host takes the branch in: follow our own request on the host watch's answers.
+
+    The watch lists the branch for the host once a tick and watches the
+    request's head; the wait asks GitHub only when its request moved (one
+    GraphQL read) or left the open list (one conditional GET says merged,
+    closed or retargeted). Without a fresh watch it asks for itself.
+    """
+    watch = follow_watch(session, branch, number, following.memory.head)
+    view = watch.view(branch) if watch is not None else None
+    following.watch = watch
+    if view is None:
+        following.next_at = None
+        return _follow_by_request(session, intake, number, deadline)
+    following.next_at = view.next_at
+    memory = following.memory
+    item = next((i for i in view.items if i.number == number), None)
+    sha = memory.head.get("sha") if memory.head is not None else (item.head_sha if item is not None else None)
+    moved = isinstance(sha, str) and view.checks_moved(sha, epoch=memory.seen.epoch, since=memory.seen.tick)
+    what = fl.step(memory.seen, epoch=view.epoch, tick=view.tick, item=item, checks_moved=moved)
+    if what == "same":
+        return None
+    state: str | None = None
+    read = False
+    if what == "draft":
+        state = "draft"
+    elif what == "gone":
+        pr, _unchanged = _pull(session, number, deadline)
+        state = _ended(pr)
+        base = pr.get("base") if pr is not None else None
+        ref = base.get("ref") if isinstance(base, dict) else None
+        if state is None and isinstance(ref, str) and ref and ref != branch:
+            following.retarget = ref
+    elif what == "read":
+        reading = _read_one(session, number, deadline)
+        read = reading is not None
+        if reading is not None:
+            memory.head = {"sha": reading.head_sha, "updated_at": reading.updated_at,
+                           "checks_state": reading.checks_state, "draft": reading.draft}
+            state = _state_of(reading)
+    memory.seen = fl.after(memory.seen, what, epoch=view.epoch, tick=view.tick, item=item, read=read)
+    following.save(session)
+    return state
+
+
+def _read_one(session: Session, number: int, deadline: float | None) -> Request | None:
+    owner, name = session.owner_name
+    result = gq.read_all(
+        lambda q, v: session.forge.graphql(q, v, wait=True, deadline=deadline), owner, name, [number]
+    )
+    return result.readings.get(number)
+
+
+def _state_of(reading: Request) -> str:
+    if reading.github_state == "MERGED":
+        return "merged"
+    if reading.github_state == "CLOSED":
+        return "closed"
+    return derive_state(reading.draft, reading.review_decision, reading.checks_state, reading.mergeable)
+
+
+def _follow_by_request(session: Session, intake: Intake, number: int, deadline: float | None) -> str | None:
+    """No host watch to follow on: follow our own request by GitHub's word, conditionally (the old way)."""
     pr, unchanged = _pull(session, number, deadline)
     ended = _ended(pr)
     if ended is not None or pr is None:
@@ -327,11 +451,5 @@ def _follow_alone(session: Session, intake: Intake, number: int, deadline: float
     checks_moved = intake.checks_moved(str(pr["head"]["sha"]), wait=True, deadline=deadline)
     if unchanged and not checks_moved:
         return None  # nothing moved: no GraphQL read
-    owner, name = session.owner_name
-    result = gq.read_all(
-        lambda q, v: session.forge.graphql(q, v, wait=True, deadline=deadline), owner, name, [number]
-    )
-    reading = result.readings.get(number)
-    if reading is None:
-        return None
-    return derive_state(reading.draft, reading.review_decision, reading.checks_state, reading.mergeable)
+    reading = _read_one(session, number, deadline)
+    return None if reading is None else _state_of(reading)

@@ -9,7 +9,8 @@ revalidates what the last one asked (ETags are the pool's, not the clone's).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..errors import CredentialsRefused, Interrupted
 from ..forge.auth import known_pool
@@ -71,6 +72,26 @@ def tick_watch(session: Session, branches: Sequence[str]) -> HostWatch | None:
         raise  # a stop request ends the tick, as it ends any wait on the road; a 401 is the driver's to back off
     except Exception as exc:
         log.warning("the host watch could not tick (%s): rounds ask for themselves", exc)
+    return watch
+
+
+def follow_watch(session: Session, branch: str, number: int, head: Mapping[str, Any] | None) -> HostWatch | None:
+    """A wait's part when another host takes its branch in: follow the request, tick the watch if due.
+
+    Raises only ``Interrupted`` and ``CredentialsRefused``; None when there is
+    no watch to be had (the wait then asks for the request itself, the old way).
+    """
+    watch = watch_for(session, ticking=True)
+    if watch is None:
+        return None
+    try:
+        watch.follow(branch, number, head)
+        watch.tick()
+    except (Interrupted, CredentialsRefused):
+        raise
+    except Exception as exc:
+        log.warning("the host watch could not follow #%s (%s): the wait asks for itself", number, exc)
+        return None
     return watch
 
 

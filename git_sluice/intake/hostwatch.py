@@ -128,6 +128,26 @@ class HostWatch:
             now=self.clock.time(), bases=bases, exact=True,
         )
 
+    def follow(self, base: str, number: int, head: Mapping[str, Any] | None = None) -> None:
+        """A wait of this clone follows ``number`` on ``base`` (another host takes it in): watch it too.
+
+        ``head`` (``sha``, ``updated_at``, ``checks_state``, ``draft``: the
+        request as last read): its head is watched while its checks may still
+        move (their probe, or rollup, then tells the wait they did), not once
+        they passed.
+        """
+        record = None
+        if head and isinstance(head.get("sha"), str) and not head.get("draft") and head.get("checks_state") != "SUCCESS":
+            record = {"number": number, "sha": head["sha"], "updated_at": str(head.get("updated_at") or ""),
+                      "checks_state": head.get("checks_state")}
+        self.registry.follow(
+            self.clone, repository=self.repository, group=self.group, discovery=self.discovery,
+            now=self.clock.time(), base=base, number=number, head=record,
+        )
+
+    def unfollow(self, base: str, number: int) -> None:
+        self.registry.unfollow(self.clone, base=base, number=number)
+
     def record(self, base: str, entries: Mapping[int, Entry]) -> None:
         """After a round: the heads this clone waits on, on ``base``, for the next tick to watch."""
         heads = [

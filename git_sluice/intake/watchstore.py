@@ -41,6 +41,11 @@ REGISTRY_FORGET = 86400.0
 """A clone that has not said it is there for a day is no longer watched."""
 MAX_HEADS = 2000
 """Heads per clone branch the registry keeps (a hostile or runaway queue must not bloat the host's files)."""
+FOLLOW_FORGET = 600.0
+"""A followed request whose wait has not said so for 10 minutes is no longer watched (a wait killed
+without its ``finally`` leaves a follow that only costs the watch a list until then)."""
+MAX_FOLLOWS = 200
+"""Requests one clone's waits may follow at once."""
 
 
 def group_of(api: str, graphql: str, pool: str) -> str:
@@ -97,6 +102,41 @@ class Registry:
             })
             self._forget(data, now)
 
+    def follow(
+        self, clone: str, *, repository: str, group: str, discovery: float, now: float, base: str, number: int,
+        head: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Say a wait of this clone follows request ``number`` on ``base`` though another host takes it in.
+
+        The watch then lists that base for the host (conditionally, or in its
+        one GraphQL query when the list churns) and watches ``head``'s checks,
+        so the wait reads its request from the watch's answers instead of
+        asking GitHub for it every few seconds. Kept apart from the bases a
+        driver registers (a driver's exact word must not drop a wait's follow).
+        """
+        with self.doc.update() as data:
+            entry = self._entry(data, clone)
+            if entry.get("repository") != repository or entry.get("group") != group:
+                entry.clear()
+                entry.update({"repository": repository, "group": group, "bases": [], "heads": {}})
+            follows = {k: v for k, v in field_map(entry, "follows").items() if _follow_live(v, now)}
+            follows[f"{base} {number}"] = {"base": base, "number": number, "at": now, "head": dict(head or {}) or None}
+            if len(follows) > MAX_FOLLOWS:
+                for key in sorted(follows, key=lambda k: follows[k].get("at", 0))[: len(follows) - MAX_FOLLOWS]:
+                    del follows[key]
+            entry["follows"] = follows
+            entry["seen_at"] = now
+            entry.setdefault("discovery", float(discovery))
+            self._forget(data, now)
+
+    def unfollow(self, clone: str, *, base: str, number: int) -> None:
+        """The wait is over: the watch stops listing that base for it."""
+        with self.doc.update() as data:
+            entry = self._entry(data, clone)
+            follows = dict(field_map(entry, "follows"))
+            follows.pop(f"{base} {number}", None)
+            entry["follows"] = follows
+
     @staticmethod
     def _entry(data: dict[str, Any], clone: str) -> dict[str, Any]:
         clones = data.get("clones")
@@ -135,12 +175,24 @@ class Registry:
                     head = _head(repository, base, item)
                     if head is not None:
                         interest.heads[head.sha] = head
+            for follow in field_map(value, "follows").values():
+                if not _follow_live(follow, now) or not isinstance(follow.get("base"), str) or not follow["base"]:
+                    continue
+                interest.bases.add(follow["base"])
+                head = _head(repository, follow["base"], follow.get("head"))
+                if head is not None:
+                    interest.heads.setdefault(head.sha, head)
         return out, interval
 
 
 def _recent(value: Any, now: float) -> bool:
     seen = value.get("seen_at") if isinstance(value, dict) else None
     return isinstance(seen, (int, float)) and now - REGISTRY_FORGET <= seen <= now + 3600
+
+
+def _follow_live(value: Any, now: float) -> bool:
+    at = value.get("at") if isinstance(value, Mapping) else None
+    return isinstance(at, (int, float)) and not isinstance(at, bool) and now - FOLLOW_FORGET <= at <= now + 60
 
 
 def _head(repository: str, base: str, item: Any) -> HeadInterest | None:

@@ -354,3 +354,62 @@ def test_a_driver_lets_go_on_sigterm(fleet_factory, tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert fleet.holder() is None
+
+
+class ScriptedClock(FakeClock):
+    """A fake clock whose sleeps run what the script says happens on GitHub meanwhile."""
+
+    def __init__(self, script: Callable[[float], None]) -> None:
+        super().__init__()
+        self.script = script
+        self.started = self.time()
+
+    def sleep(self, seconds: float) -> None:
+        end = self.time() + max(seconds, 0.0)
+        while self.time() < end:
+            self.advance(min(1.0, end - self.time()))
+            self.script(self.time() - self.started)
+
+
+def test_a_wait_following_another_hosts_branch_reads_its_request_from_the_host_watch(fleet_factory) -> None:
+    """Issue 12: a wait on host-b, host-a taking the branch in, unrelated activity every 30 s: the wait
+    asks nothing of its own request while nothing moved (the old way: a conditional GET of it every 15 s,
+    a 200 after every push or star), and sees the approval at the next tick of its host's watch."""
+    done: dict[str, float] = {}
+
+    def script(t: float) -> None:
+        step = int(t // 30)
+        if step > done.get("activity", 0) and t < 900:
+            done["activity"] = step
+            gh.star(REPO, login=f"fan-{step}")
+            gh.push_branch(REPO, f"unrelated-{step}")
+        if t >= 600 and "approved" not in done:
+            done["approved"] = t
+            gh.review(REPO, n, "carol", "APPROVED")
+
+    clock = ScriptedClock(script)
+    fleet = fleet_factory(("host-a", "host-b"), clock=clock, lease="3600s", discovery="60s")
+    gh = fleet.gh
+    n = gh.open_pr(REPO, head_ref="slow")
+    head = gh.pr(REPO, n).head_sha
+    gh.add_check_run(REPO, head, "ci", status="completed", conclusion="success")
+    gh.set_mergeable(REPO, n, "MERGEABLE")  # review required: waiting
+    a = fleet.session("host-a")
+    drive(a, max_ticks=1, let_go=False)
+    assert fleet.holder().holder == "host-a"
+    b = fleet.session("host-b")
+    assert b.forge.pool
+    mark = gh.mark()
+    result = wait_for(b, n, timeout=3000)
+    assert result.outcome == "ready", result.history
+    calls = fleet.calls_by("host-b", since=mark)
+    own = [c for c in calls if c.path.split("?")[0].endswith(f"/pulls/{n}")]
+    # once, to learn its base (host-b queues nothing of a branch it does not take in); then never again:
+    # its request comes from the watch's list of the branch
+    assert len(own) == 1 and own[0] == calls[0], own
+    ended = calls[-1].time - clock.started
+    assert ended <= done["approved"] + 62, (ended, done["approved"])  # seen at the next tick (+ its slack)
+    minutes = (calls[-1].time - calls[0].time) / 60
+    counted = sum(c.cost if c.resource == "graphql" else int(c.counted) for c in calls)
+    assert len(calls) <= minutes + 6, [(c.method, c.path, c.status) for c in calls]  # about one call a tick
+    assert counted <= minutes + 6
