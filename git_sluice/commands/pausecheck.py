@@ -33,6 +33,7 @@ class PauseChecks:
     def __init__(self, state_dir: Path, *, interval: float = CHECK_INTERVAL) -> None:
         self._doc = JsonDocument(Path(state_dir) / FILE_NAME, what="pause checks")
         self.interval = interval
+        self._known: dict[str, float] = {}  # the latest look this process read or wrote, per key
 
     def _recent(self, last: object, now: float) -> bool:
         return isinstance(last, (int, float)) and math.isfinite(last) and last <= now < last + self.interval
@@ -48,12 +49,18 @@ class PauseChecks:
         no claim: looking once too often costs one ``ls-remote``, never a call.
         """
         key = self.key(origin)
-        if self._recent(self._doc.read().get(key), now):
+        if self._recent(self._known.get(key), now):
+            return False  # a look this process knows of is recent still: no later one makes it less so
+        last = self._doc.read().get(key)
+        if self._recent(last, now):
+            self._known[key] = float(last)
             return False  # the common case, a read and no lock
         with self._doc.update() as data:
             if self._recent(data.get(key), now):
+                self._known[key] = float(data[key])
                 return False
             data[key] = now
+            self._known[key] = now
             if len(data) > 256:  # remotes come and go: keep the newest
                 for old in sorted(data, key=lambda k: data[k] if isinstance(data[k], (int, float)) else 0)[:-256]:
                     data.pop(old, None)

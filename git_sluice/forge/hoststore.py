@@ -28,7 +28,6 @@ import os
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path

@@ -19,7 +19,6 @@ every other tool on the account.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -379,6 +378,8 @@ def jitter(pool_id: str, epoch: int) -> float:
     pool and epoch so that hosts sharing one pool after a fallback pause do not
     wake on the same second each time.
     """
+    import hashlib  # here: status reads the rules and never jitters (issue 15)
+
     digest = hashlib.sha256(f"{pool_id}\x00{int(epoch)}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 * JITTER_SPAN
 
