@@ -222,17 +222,20 @@ def _git(repo_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
         raise SluiceError("git is not installed or not on PATH") from None
 
 
-def _read_config(repo_dir: Path) -> tuple[dict[str, list[_Value]], dict[str, str]]:
-    """sluice.* values (in git's order) and every remote's URL, in one git call."""
-    proc = _git(
-        repo_dir,
-        "config",
-        "--show-origin",
-        "--show-scope",
-        "-z",
-        "--get-regexp",
-        r"^(sluice\..*|remote\..*\.url)$",
-    )
+_CONFIG_READ = ("config", "--show-origin", "--show-scope", "-z", "--get-regexp", r"^(sluice\..*|remote\..*\.url)$")
+_REFS_READ = ("for-each-ref", "--format=%(refname)%00%(symref)", "refs/remotes/")
+
+
+def _start(repo_dir: Path, args: tuple[str, ...]) -> gitcli.Started:
+    try:
+        return gitcli.start(args, cwd=repo_dir)
+    except FileNotFoundError:
+        raise SluiceError("git is not installed or not on PATH") from None
+
+
+def _read_config(repo_dir: Path, started: gitcli.Started | None = None) -> tuple[dict[str, list[_Value]], dict[str, str]]:
+    """sluice.* values (in git's order) and every remote's URL, in one git call (``started``: already running)."""
+    proc = (started or _start(repo_dir, _CONFIG_READ)).result()
     if proc.returncode not in (0, 1):
         message = proc.stderr.strip().splitlines()
         raise ConfigError(
@@ -259,9 +262,9 @@ def _read_config(repo_dir: Path) -> tuple[dict[str, list[_Value]], dict[str, str
     return sluice, remotes
 
 
-def _remote_refs(repo_dir: Path) -> list[tuple[str, str]]:
+def _remote_refs(repo_dir: Path, started: gitcli.Started | None = None) -> list[tuple[str, str]]:
     """Every remote-tracking ref with its symref target (one local git call)."""
-    proc = _git(repo_dir, "for-each-ref", "--format=%(refname)%00%(symref)", "refs/remotes/")
+    proc = (started or _start(repo_dir, _REFS_READ)).result()
     if proc.returncode != 0:
         message = proc.stderr.strip()
         raise NotARepository(repo_dir, message)
@@ -400,8 +403,14 @@ def _read_repository(root: Path) -> tuple[dict[str, list[_Value]], dict[str, str
     if _read_once is not None and key in _read_once:
         values, remote_urls, remote_refs = _read_once[key]
         return dict(values), dict(remote_urls), list(remote_refs)
-    values, remote_urls = _read_config(root)  # first: a broken config file is a config error
-    remote_refs = _remote_refs(root)  # also proves this is a repository
+    # the two gits run side by side (issue 15); their answers are read in this order
+    config = _start(root, _CONFIG_READ)
+    refs = _start(root, _REFS_READ)
+    try:
+        values, remote_urls = _read_config(root, config)  # first: a broken config file is a config error
+    finally:
+        refs.result()  # reaped whatever the config said
+    remote_refs = _remote_refs(root, refs)  # also proves this is a repository
     if _read_once is not None:
         _read_once[key] = (dict(values), dict(remote_urls), list(remote_refs))
     return values, remote_urls, remote_refs

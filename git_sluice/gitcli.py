@@ -111,6 +111,51 @@ def run(
     return proc
 
 
+class Started:
+    """A git started by :func:`start`; :meth:`result` waits for it, as :func:`run` would have."""
+
+    def __init__(self, args: Sequence[str], proc: subprocess.Popen[str]) -> None:
+        self.args = tuple(args)
+        self._proc = proc
+        self._done: subprocess.CompletedProcess[str] | None = None
+
+    def result(self, *, check: bool = False) -> subprocess.CompletedProcess[str]:
+        if self._done is None:
+            stdout, stderr = self._proc.communicate()
+            self._done = subprocess.CompletedProcess(self._proc.args, self._proc.returncode, stdout, stderr)
+        if check and self._done.returncode != 0:
+            raise GitFailed(self.args, self._done.returncode, self._done.stderr)
+        return self._done
+
+
+def start(
+    args: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    git_dir: Path | None = None,
+    workdir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Started:
+    """:func:`run` without waiting: local reads that do not depend on each other run side by side.
+
+    A command that needs the config, the remote-tracking refs and the common
+    dir waits for the slowest of three gits instead of their sum (issue 15).
+    A missing git raises FileNotFoundError here, as :func:`run` does.
+    """
+    command = ["git", *(("-C", str(cwd)) if cwd is not None else ()), *args]
+    proc = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        env=environment(git_dir=git_dir, workdir=workdir, extra=env),
+    )
+    return Started(args, proc)
+
+
 def parse_version(text: str) -> tuple[int, ...]:
     """``git version 2.39.5`` (or ``2.54.0.windows.1``, ``2.54.0-rc1``) -> (2, 39, 5); (0,) when unreadable."""
     match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .gitcli import Started
 
 platformdirs: Any = None
 """The ``platformdirs`` module, imported on first use: ``queue`` and the hooks' light paths never need it."""
@@ -87,11 +90,22 @@ def clone_sluice_dir(path: "str | os.PathLike[str]" = ".") -> Path:
     For the commands a dashboard polls (``queue``): loading libgit2 costs more
     than the whole command otherwise does.
     """
-    from .errors import NotARepository
-    from .gitcli import run
+    return clone_sluice_dir_of(start_clone_sluice_dir(path), path)
+
+
+def start_clone_sluice_dir(path: "str | os.PathLike[str]" = ".") -> "Started":
+    """:func:`clone_sluice_dir`'s git, started: ``queue`` reads the config while it runs (issue 15)."""
+    from .gitcli import start
 
     # no directories named: the user's own GIT_DIR, if any, is what says which clone is here
-    done = run(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=path)
+    return start(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=path)
+
+
+def clone_sluice_dir_of(started: "Started", path: "str | os.PathLike[str]" = ".") -> Path:
+    """The sluice dir a :func:`start_clone_sluice_dir` git found (waits for it)."""
+    from .errors import NotARepository
+
+    done = started.result()
     if done.returncode != 0:
         raise NotARepository(path, done.stderr.strip())
     return Path(done.stdout.strip()) / "sluice"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,8 @@ def work(github_clone: Path) -> Path:
     for key, value in (("sluice.repository", "octo/widgets"), ("sluice.branch", "main"), ("sluice.host", "host-a")):
         git(github_clone, "config", key, value)
     store = QueueStore(clone_sluice_dir(github_clone))
-    doc = QueueDoc(repository="octo/widgets", branch="main", read_at=1_700_000_000.0)
+    # read mid-hour a month ago: "30 d 0 h ago" reads the same in both runs (the text uses the real time)
+    doc = QueueDoc(repository="octo/widgets", branch="main", read_at=time.time() - 30 * 86400 - 1800)
     for number, title, review in ((7, "plain title", "APPROVED"), (8, "\x1b[31mred\x1b[0m and a very long title " * 3,
                                                                     "CHANGES_REQUESTED")):
         reading = Request(number=number, title=title, author="alice", head_ref=f"topic-{number}",

@@ -52,7 +52,7 @@ class PauseChecks:
         if self._recent(self._known.get(key), now):
             return False  # a look this process knows of is recent still: no later one makes it less so
         last = self._doc.read().get(key)
-        if self._recent(last, now):
+        if isinstance(last, (int, float)) and self._recent(last, now):
             self._known[key] = float(last)
             return False  # the common case, a read and no lock
         with self._doc.update() as data:

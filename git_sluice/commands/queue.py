@@ -13,7 +13,7 @@ from ..config import load_settings
 from ..errors import UsageError
 from ..gitcli import run
 from ..intake.queue import QueueDoc, QueueStore
-from ..paths import clone_sluice_dir
+from ..paths import clone_sluice_dir_of, start_clone_sluice_dir
 
 # where the rounds' own fetch keeps a branch (remote/git.py's TRACKING_PREFIX; not imported: it loads libgit2)
 TRACKING_PREFIX = "refs/sluice/tracking/"
@@ -49,8 +49,13 @@ def read_queues(path: str = ".", branches: Sequence[str] = ()) -> list[QueueDoc]
     A ``-b`` branch that exists nowhere is refused (exit 2), as ``intake`` refuses it:
     an empty queue would read as "nothing waiting" to a tool.
     """
-    settings = load_settings(path)
-    store = QueueStore(clone_sluice_dir(path))
+    common = start_clone_sluice_dir(path)  # runs beside the settings' own two gits (issue 15)
+    try:
+        settings = load_settings(path)
+    except BaseException:
+        common.result()  # reaped; the settings' error is the one to say, as before
+        raise
+    store = QueueStore(clone_sluice_dir_of(common, path))
     unknown = unknown_branches(path, settings.remote, settings.branches, branches, store)
     if unknown:
         raise UnknownBranch(unknown, settings.remote)

@@ -246,7 +246,7 @@ def test_a_hook_round_reads_the_settings_once(world: World, repo: Repo, monkeypa
 
     reads: list[str] = []
     real = config._read_config
-    monkeypatch.setattr(config, "_read_config", lambda root: (reads.append(str(root)), real(root))[1])
+    monkeypatch.setattr(config, "_read_config", lambda root, *a: (reads.append(str(root)), real(root, *a))[1])
     monkeypatch.delenv("GH_TOKEN", raising=False)  # the session is opened (settings read), then refused
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     inbox = world.sluice_dir / "hook-in.1"
