@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from ..errors import NotARepository
-from ..gitcli import run
+from ..gitcli import run, start
 from ..paths import sluice_dir_in
 from .lease import lease_ref
 
@@ -76,8 +76,12 @@ class FetchedLeases:
     @classmethod
     def read(cls, path: str | os.PathLike[str] = ".") -> FetchedLeases | None:
         """The clone at ``path`` (NotARepository if none); None when the marks cannot be read for sure."""
-        git_dir, common_dir, workdir = clone_dirs(path)
-        listed = run(["for-each-ref", f"--format={_FORMAT}", _PREFIX.rstrip("/") + "/"], cwd=path)
+        # the listing runs beside clone_dirs' rev-parse (issue 15); a clone_dirs error still comes first
+        listing = start(["for-each-ref", f"--format={_FORMAT}", _PREFIX.rstrip("/") + "/"], cwd=path)
+        try:
+            git_dir, common_dir, workdir = clone_dirs(path)
+        finally:
+            listed = listing.result()
         marks = parse_for_each_ref(listed.stdout) if listed.returncode == 0 else None
         if marks is None:
             return None
