@@ -6,7 +6,8 @@ host's job):
 
 - ``watch/registry.json`` — per clone (its sluice dir): the repository, the
   bases it takes in, its watch group and discovery interval, the heads it
-  waits on (number, sha, ``updated_at``, checks), and when it last said so.
+  waits on (number, sha, ``updated_at``, checks), the requests its waits
+  follow on branches another host takes in, and when it last said so.
   Every round writes its clone's part; a clone silent for a day is dropped.
 - ``watch/<group>/answers.json`` — the last tick of that group: its number,
   when it ran and when the next is due, each repository's mode and each
