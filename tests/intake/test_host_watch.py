@@ -230,6 +230,23 @@ def test_a_check_finishing_in_a_churning_repository_is_seen_through_the_rollup(h
     host.tick()
     assert host.entries("o/r1")[n].state == "ready"
     assert gh.counted(since=mark, resource="core") == 0
+    # the watch's query alone: its rollup said SUCCESS, which leaves no check to name, so no reading
+    assert len(gh.calls(since=mark, resource="graphql")) == 1
+    # a check failing is read: the queue names the failing check
+    gh.push_pr("o/r1", n, "f" * 40)
+    gh.add_check_run("o/r1", "f" * 40, "lint", status="in_progress", conclusion=None)
+    for t in (60, 61):
+        unrelated_activity(gh, ("o/r1",), t)
+        host.next_tick()
+        host.tick()
+    assert host.entries("o/r1")[n].checks_state == "PENDING"
+    gh.add_check_run("o/r1", "f" * 40, "lint", status="completed", conclusion="failure")
+    unrelated_activity(gh, ("o/r1",), 70)
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    entry = host.entries("o/r1")[n]
+    assert entry.state == "blocked" and entry.failing == ("lint",)
     assert len(gh.calls(since=mark, resource="graphql")) == 2  # the watch's query, the clone's reading
 
 
