@@ -240,6 +240,7 @@ def wait_for(
     following = _Following.load(session, number)
     if following.memory.branch != branch:
         following.memory = Followed(branch=branch)
+        following.save(session)  # a wait run again (even one that timed out before its first look) asks it no more
     history: list[str] = []
     last_said: str | None = None
     took = False
@@ -412,6 +413,12 @@ def _follow_alone(
         ref = base.get("ref") if isinstance(base, dict) else None
         if state is None and isinstance(ref, str) and ref and ref != branch:
             following.retarget = ref
+    elif what == "read" and item is not None and number in view.inputs:
+        # the watch's query said what the state is derived from, for the whole host: no reading of its own
+        review, checks, mergeable = view.inputs[number]
+        read = True
+        memory.head = {"sha": item.head_sha, "updated_at": item.updated_at, "checks_state": checks, "draft": item.draft}
+        state = derive_state(item.draft, review, checks, mergeable)
     elif what == "read":
         reading = _read_one(session, number, deadline)
         read = reading is not None

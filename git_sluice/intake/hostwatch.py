@@ -38,7 +38,7 @@ from . import watch as w
 from .queue import Entry
 from .readings import list_item, needs_recheck
 from .request import Request
-from .watchstore import Answers, Cursor, HeadInterest, Registry, RepoInterest, item_json, item_of
+from .watchstore import Answers, Cursor, HeadInterest, Registry, RepoInterest, inputs_of, item_json, item_of
 
 if TYPE_CHECKING:
     from ..forge.client import Forge
@@ -67,6 +67,8 @@ class BaseView:
     changed_tick: int
     heads: dict[str, int] = field(default_factory=dict)
     """head sha -> the tick its checks were last seen to move."""
+    inputs: dict[int, tuple[str | None, str | None, str | None]] = field(default_factory=dict)
+    """number -> (review decision, checks state, mergeability) where this tick's GraphQL query said them."""
 
     def checks_moved(self, sha: str, *, epoch: str | None, since: int) -> bool:
         """Did this head's checks move after tick ``since`` of answers ``epoch``? (Unknown heads: no.)"""
@@ -452,7 +454,7 @@ class HostWatch:
             for base, answer in zip(sorted(interests[repository].bases), got):
                 old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
                 items, known = _keep_labels(answer.items, old)
-                _store_base(record, base, items, known, old, tick)
+                _store_base(record, base, items, known, old, tick, inputs_known=True)
                 rollups.update(answer.rollups)
             after = w.after_graphql(mode, got[0].fingerprint if got else None)
             record.update({
@@ -490,14 +492,16 @@ def _mode_of(record: Mapping[str, Any]) -> w.RepoMode:
 
 def _store_base(
     record: dict[str, Any], base: str, items: list[Request], labels_known: Mapping[int, bool],
-    old: Mapping[str, Any] | None, tick: int,
+    old: Mapping[str, Any] | None, tick: int, *, inputs_known: bool = False,
 ) -> bool:
     """Write a base's new list into the repository's record; True when a request moved (or it is new)."""
     previous = [p[0] for p in (item_of(raw) for raw in (old or {}).get("items") or []) if p is not None]
     changed = old is None or w.snapshot(previous) != w.snapshot(items)
     old_changed = (old or {}).get("changed_tick")
     record["bases"][base] = {
-        "items": [item_json(i, labels_known=labels_known.get(i.number, False)) for i in items],
+        "items": [
+            item_json(i, labels_known=labels_known.get(i.number, False), inputs_known=inputs_known) for i in items
+        ],
         "asked_tick": tick,
         "changed_tick": tick if changed or not isinstance(old_changed, int) else old_changed,
     }
@@ -559,12 +563,15 @@ def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> 
     part = bases.get(base) if isinstance(bases, dict) else None
     if not isinstance(part, dict) or part.get("asked_tick") != tick:
         return None
-    items, known = [], {}
+    items, known, inputs = [], {}, {}
     for raw in part.get("items") or []:
         found = item_of(raw)
         if found is not None:
             items.append(found[0])
             known[found[0].number] = found[1]
+            said = inputs_of(raw)
+            if said is not None:
+                inputs[found[0].number] = said
     heads = {}
     for key, value in (doc.get("heads") or {}).items() if isinstance(doc.get("heads"), dict) else ():
         if isinstance(key, str) and key.startswith(repository + " ") and isinstance(value, dict):
@@ -574,4 +581,5 @@ def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> 
         epoch=epoch, tick=tick, ticked_at=float(ticked_at), next_at=due_at,
         items=items, labels_known=known,
         changed_tick=int(part["changed_tick"]) if isinstance(part.get("changed_tick"), int) else tick, heads=heads,
+        inputs=inputs,
     )

@@ -36,8 +36,8 @@ from . import graphql as gq
 from .discovery import LOCAL_MOVEMENT_REASONS, DiscoveryLog, due
 from .hostwatch import BaseView, HostWatch
 from .report import RoundReport, RoundsLog
-from .queue import Entry, QueueStore, checks_expected, entry_from_reading
-from .readings import needs_recheck, plan_readings
+from .queue import Entry, QueueStore, checks_expected, derive_state, entry_from_reading
+from .readings import ReadingPlan, needs_recheck, plan_readings
 
 log = logging.getLogger("git_sluice")
 
@@ -257,6 +257,8 @@ class Intake:
                 if self.checks_moved(doc.entries[number].head_sha, wait=wait, deadline=deadline)
             ]
         to_read = set(plan.query_numbers(checked))
+        settled = _settled_by_watch(plan, sorted(to_read), doc.entries, watched, self.clock.time()) if watched else {}
+        to_read -= set(settled)
         log.debug("%s: %d open; checks asked for %s, moved: %s; reading %s", branch, len(items),
                  _numbers(plan.to_check), _numbers(checked), _numbers(sorted(to_read)) or "none (one GraphQL read saved)")
         result = gq.ParseResult()
@@ -278,6 +280,8 @@ class Intake:
                     report.skipped.setdefault(number, f"{reading.github_state.lower()} or retargeted since the list")
                     continue
                 entry = entry_from_reading(reading, previous=previous, now=now, checks_expected=expected)
+            elif number in settled:
+                entry = settled[number]
             elif number in plan.drafts:
                 entry = plan.drafts[number]
             elif previous is not None:
@@ -382,6 +386,44 @@ def _with_labels(watched: BaseView, entries: dict[int, Entry]) -> list[Any]:
             item = replace(item, labels=previous.labels)
         items.append(item)
     return items
+
+
+WATCH_SETTLES = frozenset({"mergeability unknown", "base moved", "checks may still change"})
+"""Reasons to read that the watch's query can answer by itself: mergeability, which moves no
+``updated_at``, and checks whose rollup passed (nothing failing or pending to name)."""
+
+
+def _settled_by_watch(
+    plan: ReadingPlan, numbers: list[int], entries: dict[int, Entry], watched: BaseView, now: float
+) -> dict[int, Entry]:
+    """The requests among ``numbers`` whose reading the host watch's query already holds.
+
+    Where the watch asked by GraphQL it said each request's review decision,
+    checks state and mergeability, for free. A request with nothing but those
+    to learn — its mergeability (still UNKNOWN: GitHub is computing it, and a
+    reading now would say no more), or its checks turning SUCCESS, which
+    leaves no check to name as failing or pending — takes them from there
+    instead of a reading. A changed review decision, or checks that failed or
+    still run (their names are shown), are read.
+    """
+    expected = checks_expected(entries.values())
+    out: dict[int, Entry] = {}
+    for number in numbers:
+        entry, said = entries.get(number), watched.inputs.get(number)
+        if plan.reasons.get(number) not in WATCH_SETTLES or entry is None or said is None:
+            continue
+        review, checks, mergeable = said
+        if review != entry.review_decision:
+            continue
+        if checks != entry.checks_state and checks != "SUCCESS":
+            continue
+        state = derive_state(entry.draft, review, checks, mergeable, checks_expected=expected)
+        if checks == entry.checks_state:
+            out[number] = replace(entry, mergeable=mergeable, state=state, read_at=now)
+        else:
+            out[number] = replace(entry, checks_state=checks, failing=(), pending=(), mergeable=mergeable,
+                                  state=state, read_at=now)
+    return out
 
 
 def _visible(entry: Entry) -> tuple[Any, ...]:

@@ -203,8 +203,12 @@ def snapshot(items: Iterable[Request]) -> dict[int, tuple[str, str, bool]]:
 WATCH_PAGE = 100
 PR_FIELDS = (
     "number title headRefName headRefOid baseRefName isDraft updatedAt author { login } "
-    "statusCheckRollup { state }"
+    "reviewDecision mergeable statusCheckRollup { state }"
 )
+"""Scalars and one plain object per request: no connection, so they add nothing to the query's cost.
+``reviewDecision``, ``mergeable`` and the rollup's state are what a request's state is derived from
+(:func:`~git_sluice.intake.queue.derive_state`): a wait, and a round whose only question is the
+mergeability (it moves no ``updated_at``), read them here instead of paying a reading."""
 FINGERPRINT = "pushedAt updatedAt stargazerCount forkCount diskUsage openIssues: issues(first: 1, states: OPEN) { totalCount }"
 
 
@@ -305,7 +309,12 @@ def _item(pr: Any) -> Request | None:
     if not isinstance(number, int) or isinstance(number, bool) or not isinstance(pr.get("headRefOid"), str):
         return None
     author = pr.get("author")
+    rollup = pr.get("statusCheckRollup")
+    state = rollup.get("state") if isinstance(rollup, Mapping) else None
     return Request(
+        review_decision=_text(pr.get("reviewDecision")),
+        mergeable=_text(pr.get("mergeable")),
+        checks_state=_text(state),
         number=number,
         title=str(pr.get("title") or ""),
         author=author.get("login") if isinstance(author, Mapping) and isinstance(author.get("login"), str) else None,
@@ -315,3 +324,7 @@ def _item(pr: Any) -> Request | None:
         draft=pr.get("isDraft") is True,
         updated_at=str(pr.get("updatedAt") or ""),
     )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

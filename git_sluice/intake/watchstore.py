@@ -6,7 +6,8 @@ host's job):
 
 - ``watch/registry.json`` — per clone (its sluice dir): the repository, the
   bases it takes in, its watch group and discovery interval, the heads it
-  waits on (number, sha, ``updated_at``, checks), and when it last said so.
+  waits on (number, sha, ``updated_at``, checks), the requests its waits
+  follow on branches another host takes in, and when it last said so.
   Every round writes its clone's part; a clone silent for a day is dropped.
 - ``watch/<group>/answers.json`` — the last tick of that group: its number,
   when it ran and when the next is due, each repository's mode and each
@@ -225,12 +226,25 @@ class Answers:
         return os.urandom(8).hex()
 
 
-def item_json(item: Request, *, labels_known: bool) -> dict[str, Any]:
+def item_json(item: Request, *, labels_known: bool, inputs_known: bool = False) -> dict[str, Any]:
+    """``inputs_known``: the item came from the watch's GraphQL query, which also says what the
+    request's state is derived from (review decision, checks, mergeability); a REST list does not."""
     return {
         "number": item.number, "title": item.title, "author": item.author, "head_ref": item.head_ref,
         "head_sha": item.head_sha, "base": item.base, "draft": item.draft, "updated_at": item.updated_at,
         "labels": list(item.labels) if labels_known else None,
+        "inputs": [item.review_decision, item.checks_state, item.mergeable] if inputs_known else None,
     }
+
+
+def inputs_of(raw: Any) -> tuple[str | None, str | None, str | None] | None:
+    """(review decision, checks state, mergeability) as the watch's query said them; None when not said."""
+    inputs = raw.get("inputs") if isinstance(raw, dict) else None
+    if not isinstance(inputs, list) or len(inputs) != 3:
+        return None
+    if not all(v is None or (isinstance(v, str) and len(v) <= 40) for v in inputs):
+        return None
+    return (inputs[0], inputs[1], inputs[2])
 
 
 def item_of(raw: Any) -> tuple[Request, bool] | None:

@@ -230,6 +230,23 @@ def test_a_check_finishing_in_a_churning_repository_is_seen_through_the_rollup(h
     host.tick()
     assert host.entries("o/r1")[n].state == "ready"
     assert gh.counted(since=mark, resource="core") == 0
+    # the watch's query alone: its rollup said SUCCESS, which leaves no check to name, so no reading
+    assert len(gh.calls(since=mark, resource="graphql")) == 1
+    # a check failing is read: the queue names the failing check
+    gh.push_pr("o/r1", n, "f" * 40)
+    gh.add_check_run("o/r1", "f" * 40, "lint", status="in_progress", conclusion=None)
+    for t in (60, 61):
+        unrelated_activity(gh, ("o/r1",), t)
+        host.next_tick()
+        host.tick()
+    assert host.entries("o/r1")[n].checks_state == "PENDING"
+    gh.add_check_run("o/r1", "f" * 40, "lint", status="completed", conclusion="failure")
+    unrelated_activity(gh, ("o/r1",), 70)
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    entry = host.entries("o/r1")[n]
+    assert entry.state == "blocked" and entry.failing == ("lint",)
     assert len(gh.calls(since=mark, resource="graphql")) == 2  # the watch's query, the clone's reading
 
 
@@ -477,3 +494,35 @@ def test_the_process_running_the_watch_dying_mid_tick_leaves_the_tick_to_whoever
         doc = json.loads(next((host_state_dir() / "watch").glob("*/answers.json")).read_text())
         assert doc["tick"] == 1 and sorted(doc["repos"]) == ["o/r1", "o/r2"]
         assert [i["number"] for i in doc["repos"]["o/r2"]["bases"]["main"]["items"]] == [theirs]
+
+
+def test_mergeability_is_taken_from_the_watchs_query_not_read_again(host_factory, github) -> None:
+    """Mergeability moves no ``updated_at``: a round used to read an UNKNOWN request again at every
+    tick. Where the watch asks by GraphQL its query says the mergeability with the review decision
+    and checks, for free: the round takes it from there (issue 12, readings batched per tick)."""
+    gh = github.gh
+    n = ready_pr(gh, "o/r1", "feat")
+    gh.set_mergeable("o/r1", n, "UNKNOWN")
+    host = host_factory(("o/r1",))
+    for t in range(3):
+        host.tick()
+        unrelated_activity(gh, ("o/r1",), t)
+        host.next_tick()
+    host.tick()
+    assert answers(host)["repos"]["o/r1"]["mode"] == "graphql"
+    assert host.entries("o/r1")[n].state == "waiting"
+    for t in range(3):  # still UNKNOWN: GitHub is computing it; no reading would help
+        unrelated_activity(gh, ("o/r1",), 10 + t)
+        host.next_tick()
+        mark = gh.mark()
+        host.tick()
+        assert len(gh.calls(since=mark, resource="graphql")) == 1  # the watch's query alone
+        assert gh.counted(since=mark) == 1
+    gh.set_mergeable("o/r1", n, "MERGEABLE")
+    unrelated_activity(gh, ("o/r1",), 50)
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    entry = host.entries("o/r1")[n]
+    assert entry.mergeable == "MERGEABLE" and entry.state == "ready"
+    assert len(gh.calls(since=mark, resource="graphql")) == 1 and gh.counted(since=mark) == 1

@@ -371,7 +371,9 @@ class ScriptedClock(FakeClock):
             self.script(self.time() - self.started)
 
 
-def test_a_wait_following_another_hosts_branch_reads_its_request_from_the_host_watch(fleet_factory) -> None:
+def test_a_wait_following_another_hosts_branch_reads_its_request_from_the_host_watch(
+    fleet_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 12: a wait on host-b, host-a taking the branch in, unrelated activity every 30 s: the wait
     asks nothing of its own request while nothing moved (the old way: a conditional GET of it every 15 s,
     a 200 after every push or star), and sees the approval at the next tick of its host's watch."""
@@ -399,9 +401,22 @@ def test_a_wait_following_another_hosts_branch_reads_its_request_from_the_host_w
     assert fleet.holder().holder == "host-a"
     b = fleet.session("host-b")
     assert b.forge.pool
+    from git_sluice.intake import graphql as gq
+
+    readings: list[list[int]] = []
+    read_all = gq.read_all
+
+    def counted_read_all(send, owner, name, numbers, **kw):  # type: ignore[no-untyped-def]
+        readings.append(list(numbers))
+        return read_all(send, owner, name, numbers, **kw)
+
+    monkeypatch.setattr(gq, "read_all", counted_read_all)
     mark = gh.mark()
     result = wait_for(b, n, timeout=3000)
     assert result.outcome == "ready", result.history
+    # one reading of its own (its first look); the approval's state came with the watch's query,
+    # which says the review decision, checks and mergeability of every request on the branch
+    assert readings == [[n]], readings
     calls = fleet.calls_by("host-b", since=mark)
     own = [c for c in calls if c.path.split("?")[0].endswith(f"/pulls/{n}")]
     # once, to learn its base (host-b queues nothing of a branch it does not take in); then never again:
