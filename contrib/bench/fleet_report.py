@@ -60,7 +60,10 @@ def compile_bytecode() -> str:
     import git_sluice
 
     root = Path(git_sluice.__file__).resolve().parent
-    done = compileall.compile_dir(str(root), quiet=1, workers=1)
+    try:
+        done = compileall.compile_dir(str(root), quiet=1, workers=1)
+    except OSError as exc:  # a read-only install: pip compiled it, or the processes compile from source
+        return f"not compiled ({exc.strerror or exc})"
     return "compiled before the run" if done else "compiling failed (processes compile from source)"
 
 
