@@ -124,3 +124,12 @@ def test_a_command_run_by_click_loads_its_own_module_alone(tmp_path: Path) -> No
             "print(sorted(m for m in sys.modules if m.startswith('git_sluice.cli.') and m.endswith('_cmd')))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert proc.stdout.strip().splitlines()[-1] == "['git_sluice.cli.intake_cmd']"
+
+
+@pytest.mark.parametrize("args", [("queue",), ("queue", "--json"), ("status",), ("status", "--json")])
+def test_outside_a_clone_the_fast_path_fails_as_click_does(tmp_path: Path, args: tuple[str, ...]) -> None:
+    (tmp_path / "here").mkdir()
+    fast = _run(tmp_path / "here", LOADED + ENTRY, *args)
+    slow = _run(tmp_path / "here", CLICK, *args)
+    assert fast[0] == slow[0] == "" and fast[2] == slow[2] == 2
+    assert "\n".join(fast[1].splitlines()[:-1]) == slow[1].rstrip("\n") and "not inside a git repository" in slow[1]
