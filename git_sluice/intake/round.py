@@ -259,14 +259,26 @@ class Intake:
         to_read = set(plan.query_numbers(checked))
         settled = _settled_by_watch(plan, sorted(to_read), doc.entries, watched, self.clock.time()) if watched else {}
         to_read -= set(settled)
-        log.debug("%s: %d open; checks asked for %s, moved: %s; reading %s", branch, len(items),
-                 _numbers(plan.to_check), _numbers(checked), _numbers(sorted(to_read)) or "none (one GraphQL read saved)")
+        from_watch: dict[int, Any] = {}
+        if watched is not None:  # what the watch read for the host in its tick, where it matches the list
+            for number in sorted(to_read):
+                reading, item = watched.readings.get(number), plan.items.get(number)
+                if reading is not None and item is not None and (reading.head_sha, reading.updated_at) == (
+                    item.head_sha, item.updated_at
+                ):
+                    from_watch[number] = reading
+            to_read -= set(from_watch)
+        log.debug("%s: %d open; checks asked for %s, moved: %s; settled by the watch's query: %s; read by the watch: "
+                  "%s; reading %s", branch, len(items), _numbers(plan.to_check), _numbers(checked),
+                  _numbers(sorted(settled)) or "none", _numbers(sorted(from_watch)) or "none",
+                  _numbers(sorted(to_read)) or "none (one GraphQL read saved)")
         result = gq.ParseResult()
         if to_read:
             result = gq.read_all(
                 lambda query, variables: self._guarded_graphql(query, variables, wait=wait, deadline=deadline),
                 self.owner, self.name, sorted(to_read), base=branch, open_count=len(items),
             )
+        result.readings.update(from_watch)
         report.read = sorted(to_read)
         report.skipped = dict(result.skipped)
         now = self.clock.time()

@@ -526,3 +526,29 @@ def test_mergeability_is_taken_from_the_watchs_query_not_read_again(host_factory
     entry = host.entries("o/r1")[n]
     assert entry.mergeable == "MERGEABLE" and entry.state == "ready"
     assert len(gh.calls(since=mark, resource="graphql")) == 1 and gh.counted(since=mark) == 1
+
+
+def test_what_moved_in_several_repositories_is_read_in_one_query_for_the_host(host_factory, github) -> None:
+    """Readings batched per tick: each clone used to read its own moved requests, a query (at least a
+    point) per clone; the watch reads what moved across every repository in one."""
+    gh = github.gh
+    for repo in REPOS:
+        for i in range(2):
+            ready_pr(gh, repo, f"feat-{i}")
+    host = host_factory(light=False)
+    for t in range(3):
+        host.tick()
+        unrelated_activity(gh, REPOS, t)
+        host.next_tick()
+    host.tick()
+    gh.review("o/r1", 1, "carol", "CHANGES_REQUESTED")
+    gh.review("o/r3", 2, "carol", "CHANGES_REQUESTED")
+    gh.review("o/r4", 1, "dave", "COMMENTED")
+    unrelated_activity(gh, REPOS, 9)
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert host.entries("o/r1")[1].state == "blocked" and host.entries("o/r3")[2].state == "blocked"
+    assert host.entries("o/r4")[1].state == "ready"
+    graphql = gh.calls(since=mark, resource="graphql")
+    assert len(graphql) == 2 and gh.counted(since=mark) == 2  # the watch's query, and one reading for all three
