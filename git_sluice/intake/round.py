@@ -164,6 +164,11 @@ class Intake:
             return None
         return self.watch.view(branch)
 
+    def _watch_ticks(self, branch: str) -> bool:
+        """Whether the host watch ticks for this base (its answers are fresh): it then takes the heads'
+        baselines itself, so a round that asked its own list (a hook's, after a push) need not."""
+        return self.watch is not None and self.watch.view(branch) is not None
+
     def _watched_round(
         self, branch: str, watched: BaseView, holder: str | None, rev: str | None, started: float, *,
         wait: bool, deadline: float | None,
@@ -308,8 +313,11 @@ class Intake:
         # A request read just now that still waits on checks gets its checks' baseline now, so
         # the next discovery asks them conditionally (free while they stand still) instead of
         # paying a 200 that would only say "no baseline yet".
-        # (Under the host watch the watch takes that baseline, for every clone at once.)
-        for number in sorted(to_read & set(entries)) if watched is None else ():
+        # (Under the host watch the watch takes that baseline, for every clone at once — also after a
+        # round that asked its own list, a hook's after a push: its record below registers the heads,
+        # and the watch's next tick, or a driver's join, asks their check runs, and the combined
+        # status only where the repository uses statuses.)
+        for number in sorted(to_read & set(entries)) if watched is None and not self._watch_ticks(branch) else ():
             entry = entries[number]
             if needs_recheck(entry) and not self._has_baseline(entry.head_sha):
                 self.checks_moved(entry.head_sha, wait=wait, deadline=deadline)
