@@ -601,3 +601,57 @@ def read_all(
             current = part.next_variables
     total.next_variables = None
     return total
+
+
+# ------------------------------------------------- the host watch's batched read
+
+HOST_READ_PREFIX = "r"
+
+
+def build_host_read(wanted: Mapping[str, Sequence[int]]) -> list[tuple[str, dict[str, Any], list[str]]]:
+    """One aliased read over several repositories (``rN: repository(…) { prM: pullRequest(…) }``).
+
+    The host watch reads in one query what moved in a tick across every
+    repository it watches, instead of one query per clone (each at least a
+    point). Returns (text, variables, the repositories in alias order) per
+    query, at most :data:`MAX_ALIASES` requests to a query.
+    """
+    pairs = [(repo, n) for repo in sorted(wanted) for n in sorted({int(x) for x in wanted[repo] if int(x) > 0})]
+    out: list[tuple[str, dict[str, Any], list[str]]] = []
+    for start in range(0, len(pairs), MAX_ALIASES):
+        chunk = pairs[start : start + MAX_ALIASES]
+        repos = sorted({repo for repo, _ in chunk})
+        params, fields, variables = [], [], {}
+        for i, repo in enumerate(repos):
+            owner, name = repo.split("/", 1)
+            params += [f"$o{i}: String!", f"$n{i}: String!"]
+            variables.update({f"o{i}": owner, f"n{i}": name})
+            body = "\n".join(
+                f"    {ALIAS_PREFIX}{n}: pullRequest(number: {n}) {{ ...{FRAGMENT_NAME} }}"
+                for r, n in chunk if r == repo
+            )
+            fields.append(f"  {HOST_READ_PREFIX}{i}: repository(owner: $o{i}, name: $n{i}) {{\n{body}\n  }}")
+        text = (
+            f"query SluiceHostRead({', '.join(params)}) {{\n  {RATE_LIMIT}\n" + "\n".join(fields) + "\n}\n" + PR_FRAGMENT
+        )
+        out.append((text, variables, repos))
+    return out
+
+
+def parse_host_read(payload: Any, repos: Sequence[str], wanted: Mapping[str, Sequence[int]]) -> dict[str, ParseResult]:
+    """Each repository's readings from one :func:`build_host_read` answer; never raises."""
+    data = payload.get("data") if isinstance(payload, Mapping) else None
+    errors = payload.get("errors") if isinstance(payload, Mapping) else None
+    out: dict[str, ParseResult] = {}
+    for i, repo in enumerate(repos):
+        alias = f"{HOST_READ_PREFIX}{i}"
+        mine = [
+            {**error, "path": ["repository", *error["path"][1:]]}
+            for error in (errors if isinstance(errors, list) else [])
+            if isinstance(error, Mapping) and isinstance(error.get("path"), list) and error["path"][:1] == [alias]
+        ]
+        part: dict[str, Any] = {"data": {"repository": data.get(alias) if isinstance(data, Mapping) else None}}
+        if mine:
+            part["errors"] = mine
+        out[repo] = parse_response(part, list(wanted.get(repo, ())))
+    return out

@@ -38,7 +38,10 @@ from . import watch as w
 from .queue import Entry
 from .readings import list_item, needs_recheck
 from .request import Request
-from .watchstore import Answers, Cursor, HeadInterest, Registry, RepoInterest, inputs_of, item_json, item_of
+from . import graphql as gq
+from .watchstore import (
+    Answers, Cursor, HeadInterest, Registry, RepoInterest, inputs_of, item_json, item_of, reading_json, reading_of,
+)
 
 if TYPE_CHECKING:
     from ..forge.client import Forge
@@ -49,6 +52,8 @@ log = logging.getLogger("git_sluice")
 WAIT_FOR_TICK = 20.0
 """A driver that finds another process ticking waits this long for its answers, then goes its own way."""
 MAX_GRAPHQL_PAGES = 10
+MAX_BATCH_READ = 100
+"""Requests the watch reads for the host in one tick, at most (about 4 points); past that its clones read."""
 STALE_GRACE = 15.0
 """Answers whose next tick is overdue by more than this are not trusted: the watch is not ticking
 (stopped, paused, stuck), and every round asks for itself, the old way, until it ticks again."""
@@ -69,6 +74,8 @@ class BaseView:
     """head sha -> the tick its checks were last seen to move."""
     inputs: dict[int, tuple[str | None, str | None, str | None]] = field(default_factory=dict)
     """number -> (review decision, checks state, mergeability) where this tick's GraphQL query said them."""
+    readings: dict[int, Request] = field(default_factory=dict)
+    """number -> the reading the tick took for the host (of what moved in it)."""
 
     def checks_moved(self, sha: str, *, epoch: str | None, since: int) -> bool:
         """Did this head's checks move after tick ``since`` of answers ``epoch``? (Unknown heads: no.)"""
@@ -85,6 +92,8 @@ class TickReport:
     graphql_queries: int = 0
     heads_asked: int = 0
     modes: dict[str, str] = field(default_factory=dict)
+    read: dict[str, list[int]] = field(default_factory=dict)
+    """Per repository, the requests the tick read for the host's clones."""
     stretch: float = 1.0
     errors: dict[str, str] = field(default_factory=dict)
 
@@ -316,6 +325,12 @@ class HostWatch:
                 for repository in graphql_repos:
                     report.errors[repository] = str(exc)
                 log.info("host watch: the GraphQL query failed: %s", exc)
+        try:
+            self._read_moved(repos_doc, new_repos, new_heads, tick, report)
+        except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
+            raise
+        except (SluiceError, ValueError) as exc:  # the clones read for themselves, as before the watch
+            log.info("host watch: the batched reading failed: %s", exc)
         found = pacing.worst(p for p in pacing.paces(list(self.budget() if self.budget else ()), now, pool=self.pool)
                              if p.resource in ("core", "graphql"))
         stretch = found.stretch if found is not None else 1.0
@@ -408,6 +423,66 @@ class HostWatch:
             moved = w.first_look_moved(head.checks_state, state)
         return w.after_head(rec, state=state, moved=moved, tick=tick, now=now, interval=interval,
                             updated_at=head.updated_at)
+
+    # -- the batched reading ------------------------------------------------
+    def _read_moved(
+        self, repos_doc: Mapping[str, Any], new_repos: dict[str, Any], new_heads: Mapping[str, Any], tick: int,
+        report: TickReport,
+    ) -> None:
+        """ONE GraphQL read, for the whole host, of what moved in this tick; kept with the tick's answers.
+
+        Each clone's round used to read its own moved requests: a query (at
+        least a point) per clone per tick. What moved here — a request new on a
+        base the watch already knew, its head, ``updated_at`` or draft flag
+        moved, a waiting head's checks moved to anything but SUCCESS (which
+        the query's rollup settles alone) — is read once across every
+        repository; a round takes a reading that matches its list item
+        instead of asking. A base seen for the first time is not read here:
+        its clones' queues know their requests, and read what they miss.
+        """
+        wanted: dict[str, dict[str, list[int]]] = {}
+        for repository, record in new_repos.items():
+            old_bases = field_map(field_map(repos_doc, repository), "bases")
+            moved_heads = {
+                key.split(" ", 1)[1]: value.get("state") for key, value in new_heads.items()
+                if key.startswith(repository + " ") and isinstance(value, dict) and value.get("changed_tick") == tick
+            }
+            for base, part in field_map(record, "bases").items():
+                old = old_bases.get(base)
+                if not isinstance(part, dict) or part.get("asked_tick") != tick or not isinstance(old, dict):
+                    continue
+                before = {p[0].number: w.snapshot([p[0]])[p[0].number]
+                          for p in (item_of(raw) for raw in old.get("items") or []) if p is not None}
+                numbers = []
+                for raw in part.get("items") or []:
+                    found = item_of(raw)
+                    if found is None or found[0].draft:
+                        continue
+                    item = found[0]
+                    if before.get(item.number) != w.snapshot([item])[item.number]:
+                        numbers.append(item.number)
+                    elif item.head_sha in moved_heads and not (
+                        moved_heads[item.head_sha] == "SUCCESS" and inputs_of(raw) is not None
+                    ):  # checks moved (a rollup that passed is settled by the query alone)
+                        numbers.append(item.number)
+                if numbers:
+                    wanted.setdefault(repository, {})[base] = numbers
+        flat = {repo: sorted({n for ns in bases.values() for n in ns}) for repo, bases in wanted.items()}
+        if not flat or sum(len(v) for v in flat.values()) > MAX_BATCH_READ:
+            return  # nothing moved; or too much at once (a first tick after a long stop): the clones read
+        readings: dict[str, dict[int, Request]] = {}
+        for text, variables, repos in gq.build_host_read(flat):
+            payload = self._client.graphql(text, variables)
+            report.graphql_queries += 1
+            for repo, result in gq.parse_host_read(payload, repos, flat).items():
+                readings.setdefault(repo, {}).update(result.readings)
+        for repository, bases in wanted.items():
+            for base, numbers in bases.items():
+                part = new_repos[repository]["bases"][base]
+                part["readings"] = {
+                    str(n): reading_json(readings[repository][n]) for n in numbers if n in readings.get(repository, {})
+                }
+        report.read = {repo: sorted(r) for repo, r in readings.items()}
 
     # -- GraphQL ------------------------------------------------------------
     def _graphql_repos(
@@ -572,6 +647,11 @@ def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> 
             said = inputs_of(raw)
             if said is not None:
                 inputs[found[0].number] = said
+    readings = {}
+    for raw in field_map(part, "readings").values():
+        reading = reading_of(raw)
+        if reading is not None:
+            readings[reading.number] = reading
     heads = {}
     for key, value in (doc.get("heads") or {}).items() if isinstance(doc.get("heads"), dict) else ():
         if isinstance(key, str) and key.startswith(repository + " ") and isinstance(value, dict):
@@ -581,5 +661,5 @@ def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> 
         epoch=epoch, tick=tick, ticked_at=float(ticked_at), next_at=due_at,
         items=items, labels_known=known,
         changed_tick=int(part["changed_tick"]) if isinstance(part.get("changed_tick"), int) else tick, heads=heads,
-        inputs=inputs,
+        inputs=inputs, readings=readings,
     )

@@ -164,6 +164,11 @@ class Intake:
             return None
         return self.watch.view(branch)
 
+    def _watch_ticks(self, branch: str) -> bool:
+        """Whether the host watch ticks for this base (its answers are fresh): it then takes the heads'
+        baselines itself, so a round that asked its own list (a hook's, after a push) need not."""
+        return self.watch is not None and self.watch.view(branch) is not None
+
     def _watched_round(
         self, branch: str, watched: BaseView, holder: str | None, rev: str | None, started: float, *,
         wait: bool, deadline: float | None,
@@ -259,14 +264,26 @@ class Intake:
         to_read = set(plan.query_numbers(checked))
         settled = _settled_by_watch(plan, sorted(to_read), doc.entries, watched, self.clock.time()) if watched else {}
         to_read -= set(settled)
-        log.debug("%s: %d open; checks asked for %s, moved: %s; reading %s", branch, len(items),
-                 _numbers(plan.to_check), _numbers(checked), _numbers(sorted(to_read)) or "none (one GraphQL read saved)")
+        from_watch: dict[int, Any] = {}
+        if watched is not None:  # what the watch read for the host in its tick, where it matches the list
+            for number in sorted(to_read):
+                reading, item = watched.readings.get(number), plan.items.get(number)
+                if reading is not None and item is not None and (reading.head_sha, reading.updated_at) == (
+                    item.head_sha, item.updated_at
+                ):
+                    from_watch[number] = reading
+            to_read -= set(from_watch)
+        log.debug("%s: %d open; checks asked for %s, moved: %s; settled by the watch's query: %s; read by the watch: "
+                  "%s; reading %s", branch, len(items), _numbers(plan.to_check), _numbers(checked),
+                  _numbers(sorted(settled)) or "none", _numbers(sorted(from_watch)) or "none",
+                  _numbers(sorted(to_read)) or "none (one GraphQL read saved)")
         result = gq.ParseResult()
         if to_read:
             result = gq.read_all(
                 lambda query, variables: self._guarded_graphql(query, variables, wait=wait, deadline=deadline),
                 self.owner, self.name, sorted(to_read), base=branch, open_count=len(items),
             )
+        result.readings.update(from_watch)
         report.read = sorted(to_read)
         report.skipped = dict(result.skipped)
         now = self.clock.time()
@@ -296,8 +313,11 @@ class Intake:
         # A request read just now that still waits on checks gets its checks' baseline now, so
         # the next discovery asks them conditionally (free while they stand still) instead of
         # paying a 200 that would only say "no baseline yet".
-        # (Under the host watch the watch takes that baseline, for every clone at once.)
-        for number in sorted(to_read & set(entries)) if watched is None else ():
+        # (Under the host watch the watch takes that baseline, for every clone at once — also after a
+        # round that asked its own list, a hook's after a push: its record below registers the heads,
+        # and the watch's next tick, or a driver's join, asks their check runs, and the combined
+        # status only where the repository uses statuses.)
+        for number in sorted(to_read & set(entries)) if watched is None and not self._watch_ticks(branch) else ():
             entry = entries[number]
             if needs_recheck(entry) and not self._has_baseline(entry.head_sha):
                 self.checks_moved(entry.head_sha, wait=wait, deadline=deadline)

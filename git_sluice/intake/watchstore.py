@@ -285,3 +285,56 @@ class Cursor:
     def set(self, base: str, epoch: str, tick: int) -> None:
         with self.doc.update() as data:
             data[base] = {"epoch": epoch, "tick": tick}
+
+
+def reading_json(reading: Request) -> dict[str, Any]:
+    """A reading the watch took for the host's clones (every field a :class:`Request` has)."""
+    return {
+        "number": reading.number, "title": reading.title, "author": reading.author, "head_ref": reading.head_ref,
+        "head_sha": reading.head_sha, "base": reading.base, "draft": reading.draft, "updated_at": reading.updated_at,
+        "labels": list(reading.labels), "github_state": reading.github_state,
+        "review_decision": reading.review_decision, "checks_state": reading.checks_state,
+        "failing": list(reading.failing), "pending": list(reading.pending), "mergeable": reading.mergeable,
+        "url": reading.url, "reviews": [[author, state] for author, state in reading.reviews],
+    }
+
+
+def reading_of(raw: Any) -> Request | None:
+    """:func:`reading_json`'s form back; None when any field is not of its kind (a cache: never trusted)."""
+    if not isinstance(raw, dict):
+        return None
+
+    def text(key: str, optional: bool = False) -> str | None:
+        value = raw.get(key)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or len(value) > 4096:
+            raise ValueError(key)
+        return value
+
+    def texts(key: str) -> tuple[str, ...]:
+        value = raw.get(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(key)
+        return tuple(value[:200])
+
+    try:
+        number = raw.get("number")
+        if not isinstance(number, int) or isinstance(number, bool) or not isinstance(raw.get("draft"), bool):
+            return None
+        reviews = raw.get("reviews")
+        if not isinstance(reviews, list) or not all(
+            isinstance(r, list) and len(r) == 2 and (r[0] is None or isinstance(r[0], str)) and isinstance(r[1], str)
+            for r in reviews
+        ):
+            return None
+        return Request(
+            number=number, title=str(text("title")), author=text("author", True), head_ref=str(text("head_ref")),
+            head_sha=str(text("head_sha")), base=str(text("base")), draft=raw["draft"],
+            updated_at=str(text("updated_at")), labels=texts("labels"), github_state=str(text("github_state")),
+            review_decision=text("review_decision", True), checks_state=text("checks_state", True),
+            failing=texts("failing"), pending=texts("pending"), mergeable=text("mergeable", True),
+            url=str(text("url")), reviews=tuple((r[0], r[1]) for r in reviews[:200]),
+        )
+    except ValueError:
+        return None

@@ -526,3 +526,39 @@ def test_our_price_agrees_with_the_doubles_schema_aware_price() -> None:
     for query, variables in documents:
         price = price_only(query, variables)
         assert (price.cost, price.node_count) == (query_cost(query, variables), node_count(query, variables))
+
+
+# ------------------------------------------------- the host watch's batched read
+
+
+@pytest.mark.parametrize("spread", [{"o/a": [1]}, {"o/a": [1, 2, 3], "o/b": [7], "x/c": [4, 9]},
+                                    {f"o/r{i}": list(range(1, 11)) for i in range(15)}])
+def test_host_read_documents_validate_and_cost_a_point_per_25_requests(spread: dict[str, list[int]]) -> None:
+    from git_sluice.intake.graphql import build_host_read
+
+    built = build_host_read(spread)
+    total = sum(len(v) for v in spread.values())
+    assert len(built) == math.ceil(total / MAX_ALIASES)
+    for text, variables, repos in built:
+        assert_valid(text, variables)
+        n_here = len(re.findall(r": pullRequest\(number: \d+\)", text))
+        # four connections a request (labels, reviews, the head commit, its contexts): 25 to a point
+        assert query_cost(text, variables) == max(1, math.ceil(4 * n_here / 100))
+
+
+def test_host_read_answers_are_split_by_repository_with_their_own_errors() -> None:
+    from git_sluice.intake.graphql import build_host_read, parse_host_read
+
+    wanted = {"o/a": [1, 2], "o/b": [3]}
+    ((_text, _variables, repos),) = build_host_read(wanted)
+    assert repos == ["o/a", "o/b"]
+    payload = {
+        "data": {"rateLimit": rate(), "r0": {"pr1": pr_node(1), "pr2": None}, "r1": {"pr3": pr_node(3, baseRefName="dev")}},
+        "errors": [{"path": ["r0", "pr2"], "message": "Could not resolve to a PullRequest with the number of 2."}],
+    }
+    parts = parse_host_read(payload, repos, wanted)
+    assert sorted(parts["o/a"].readings) == [1] and 2 in parts["o/a"].skipped
+    assert "resolve" in parts["o/a"].skipped[2]
+    assert sorted(parts["o/b"].readings) == [3] and parts["o/b"].readings[3].base == "dev"
+    assert parse_host_read({"errors": [{"message": "boom"}]}, repos, wanted)["o/b"].readings == {}
+    assert parse_host_read("garbage", repos, wanted)["o/a"].readings == {}

@@ -526,3 +526,55 @@ def test_mergeability_is_taken_from_the_watchs_query_not_read_again(host_factory
     entry = host.entries("o/r1")[n]
     assert entry.mergeable == "MERGEABLE" and entry.state == "ready"
     assert len(gh.calls(since=mark, resource="graphql")) == 1 and gh.counted(since=mark) == 1
+
+
+def test_what_moved_in_several_repositories_is_read_in_one_query_for_the_host(host_factory, github) -> None:
+    """Readings batched per tick: each clone used to read its own moved requests, a query (at least a
+    point) per clone; the watch reads what moved across every repository in one."""
+    gh = github.gh
+    for repo in REPOS:
+        for i in range(2):
+            ready_pr(gh, repo, f"feat-{i}")
+    host = host_factory(light=False)
+    for t in range(3):
+        host.tick()
+        unrelated_activity(gh, REPOS, t)
+        host.next_tick()
+    host.tick()
+    gh.review("o/r1", 1, "carol", "CHANGES_REQUESTED")
+    gh.review("o/r3", 2, "carol", "CHANGES_REQUESTED")
+    gh.review("o/r4", 1, "dave", "COMMENTED")
+    unrelated_activity(gh, REPOS, 9)
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert host.entries("o/r1")[1].state == "blocked" and host.entries("o/r3")[2].state == "blocked"
+    assert host.entries("o/r4")[1].state == "ready"
+    graphql = gh.calls(since=mark, resource="graphql")
+    assert len(graphql) == 2 and gh.counted(since=mark) == 2  # the watch's query, and one reading for all three
+
+
+def test_a_push_round_leaves_the_new_heads_checks_baseline_to_the_watch(host_factory, github) -> None:
+    """A hook's round after a push asks its own list (the watch's last tick cannot have seen the push),
+    but no longer probes the read requests' check runs and combined status itself: under a ticking
+    watch the watch takes that baseline, and asks the status only where the repository uses statuses
+    (a status answer embeds the repository: a 200, counted, after any push or star)."""
+    gh = github.gh
+    n = pending_pr(gh, "o/r1", "slow")
+    host = host_factory(("o/r1",))
+    host.tick()
+    host.next_tick()
+    host.tick()
+    gh.push_pr("o/r1", n, "e" * 40)
+    gh.add_check_run("o/r1", "e" * 40, "ci", status="in_progress", conclusion=None)
+    github.clock.advance(20)
+    session = host.sessions["o/r1"]
+    intake, _ = intake_for(session, role="driver")
+    mark = gh.mark()
+    report = intake.round("main", reason="push")
+    assert report.outcome == "taken-in" and host.entries("o/r1")[n].head_sha == "e" * 40
+    assert gh.calls(since=mark, path="check-runs") == [] and gh.calls(since=mark, path="/status") == []
+    mark = gh.mark()
+    tick_watch(session, ["main"])  # a driver's next offer: the new head joins at once
+    probes = gh.calls(since=mark, path="check-runs")
+    assert len(probes) == 1 and gh.calls(since=mark, path="/status") == []  # the repository uses no statuses
