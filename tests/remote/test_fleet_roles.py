@@ -76,7 +76,9 @@ class Fleet:
                              capture_output=True, text=True, check=True).stdout.split()
         if not out:
             return None
-        git("fetch", "-q", "origin", "+refs/sluice/*:refs/sluice/*", cwd=host.path)
+        # into a namespace of the test's own: the host's driver updates refs/sluice/* in this clone at the
+        # same moment, and two fetches of one ref race for its lock ("cannot lock ref")
+        git("fetch", "-q", "origin", "+refs/sluice/*:refs/observer/sluice/*", cwd=host.path)
         message = git("log", "-1", "--format=%B", out[0], cwd=host.path)
         return LeaseRecord.parse(message)
 
