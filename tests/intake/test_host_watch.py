@@ -578,3 +578,28 @@ def test_a_push_round_leaves_the_new_heads_checks_baseline_to_the_watch(host_fac
     tick_watch(session, ["main"])  # a driver's next offer: the new head joins at once
     probes = gh.calls(since=mark, path="check-runs")
     assert len(probes) == 1 and gh.calls(since=mark, path="/status") == []  # the repository uses no statuses
+
+
+def test_a_push_of_a_request_head_reads_that_request_and_asks_no_list(host_factory, github) -> None:
+    """The hook names the request heads it pushed: the round reads those requests at once and stands on
+    the watch's list for the rest — no list of its own (a 200, counted, under any activity)."""
+    gh = github.gh
+    n = pending_pr(gh, "o/r1", "slow")
+    other = ready_pr(gh, "o/r1", "done")
+    host = host_factory(("o/r1",))
+    host.tick()
+    host.next_tick()
+    host.tick()
+    gh.push_pr("o/r1", n, "e" * 40)
+    github.clock.advance(20)
+    session = host.sessions["o/r1"]
+    mark = gh.mark()
+    (report,) = run_rounds(session, reason="push", fetch=False, pushed=frozenset({"slow"}))
+    assert report.outcome == "taken-in" and report.read == [n]
+    assert host.entries("o/r1")[n].head_sha == "e" * 40 and host.entries("o/r1")[other].state == "ready"
+    assert gh.calls(since=mark, path=r"/pulls\?") == []
+    assert len(gh.calls(since=mark, resource="graphql")) == 1 and gh.requests(since=mark) == 1
+    # a push naming no request the watch lists (a request just opened from here) asks its own list
+    mark = gh.mark()
+    run_rounds(session, reason="push", fetch=False, pushed=frozenset({"brand-new"}))
+    assert len(gh.calls(since=mark, path=r"/pulls\?")) == 1
