@@ -261,7 +261,7 @@ class HostWatch:
             record.setdefault("mode", "rest")
             try:
                 for base in sorted(bases):
-                    items, _fresh = self._list(repository, base)
+                    items, _fresh, _same = self._list(repository, base)
                     report.rest_lists += 1
                     part = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
                     _store_base(record, base, items, {i.number: True for i in items}, part, tick)
@@ -354,12 +354,15 @@ class HostWatch:
         answered_200 = moved = False
         listed: dict[int, str] = {}
         for base in sorted(interest.bases):
-            items, fresh = self._list(repository, base)
+            old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+            kept = [p for p in (item_of(raw) for raw in (old or {}).get("items") or []) if p is not None]
+            items, fresh, same = self._list(repository, base, [p[0] for p in kept] if old is not None else None)
             listed.update((i.number, i.updated_at) for i in items)
             report.rest_lists += 1
             answered_200 = answered_200 or fresh
-            old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
-            changed = _store_base(record, base, items, {i.number: True for i in items}, old, tick)
+            # a REST list says every label; the list as last seen (a 304 on its first page) keeps what it knew
+            known = {p[0].number: p[1] for p in kept} if same else {i.number: True for i in items}
+            changed = _store_base(record, base, items, known, old, tick)
             moved = moved or changed
         for head in sorted(interest.heads.values(), key=lambda h: (h.base, h.number)):
             if head.base not in interest.bases:
@@ -382,12 +385,27 @@ class HostWatch:
         after = w.after_rest(mode, answered_200=answered_200, moved=moved)
         record.update({"mode": after.mode, "still": after.still, "fingerprint": None, "rebasing": after.rebasing})
 
-    def _list(self, repository: str, base: str) -> tuple[list[Request], bool]:
+    def _list(
+        self, repository: str, base: str, previous: list[Request] | None = None
+    ) -> tuple[list[Request], bool, bool]:
+        """The base's open requests, most recently updated first: (items, whether any page answered 200,
+        whether they are ``previous`` as they stand).
+
+        Sorted by ``updated`` descending, the first page is a complete change
+        detector: any request that moves (head, labels, review, draft, a new
+        one) comes to its top, and a merge or a close changes the repository
+        every item embeds (its ``pushed_at``, its open-issues count). So a 304
+        on the first page means nothing moved on any page, and with the list
+        as last seen (``previous``) the other pages are not asked: 1 call a
+        tick for a base of 1,000 requests, not 10.
+        """
         owner, name = repository.split("/", 1)
         url: str | None = self._client.url_for(
-            f"repos/{owner}/{name}/pulls", {"state": "open", "base": base, "per_page": 100}
+            f"repos/{owner}/{name}/pulls",
+            {"state": "open", "base": base, "sort": "updated", "direction": "desc", "per_page": 100},
         )
         items: list[Request] = []
+        seen: set[int] = set()
         fresh = False
         pages = 0
         while url is not None and pages < 100:
@@ -396,10 +414,15 @@ class HostWatch:
             page = answer.json()
             if not isinstance(page, list):
                 raise ValueError(f"GitHub's list of pull requests is not a list ({url})")
-            items.extend(i for i in (list_item(raw) for raw in page if isinstance(raw, dict)) if i is not None)
+            if pages == 0 and answer.from_kept and previous is not None and answer.next_url() is not None:
+                return list(previous), False, True  # nothing moved anywhere: the list stands as last seen
+            for item in (list_item(raw) for raw in page if isinstance(raw, dict)):
+                if item is not None and item.number not in seen:  # a request updated mid-walk shows twice
+                    seen.add(item.number)
+                    items.append(item)
             url = answer.next_url()
             pages += 1
-        return items, fresh
+        return items, fresh, False
 
     def _probe_head(
         self, repository: str, head: HeadInterest, rec: w.HeadRecord, record: dict[str, Any], tick: int,

@@ -603,3 +603,33 @@ def test_a_push_of_a_request_head_reads_that_request_and_asks_no_list(host_facto
     mark = gh.mark()
     run_rounds(session, reason="push", fetch=False, pushed=frozenset({"brand-new"}))
     assert len(gh.calls(since=mark, path=r"/pulls\?")) == 1
+
+
+def test_a_long_quiet_list_costs_its_first_page_only_and_any_move_is_still_seen(host_factory, github) -> None:
+    """Sorted by ``updated`` descending, the list's first page changes whenever anything on any page
+    moves (the moved request comes to the top; a close changes the repository every item embeds), so
+    its 304 stands for every page: a quiet base of 250 requests costs one call a tick, not three."""
+    gh = github.gh
+    numbers = [gh.open_pr("o/r1", head_ref=f"feat-{i}") for i in range(250)]
+    host = host_factory(("o/r1",))
+    host.tick()
+    host.next_tick()
+    host.tick()
+    for _ in range(2):
+        host.next_tick()
+        mark = gh.mark()
+        host.tick()
+        lists = gh.calls(since=mark, path=r"/pulls\?")
+        assert [c.status for c in lists] == [304], [(c.path, c.status) for c in lists]
+    assert len(host.entries("o/r1")) == 250
+    oldest = numbers[0]
+    gh.add_label("o/r1", oldest, "urgent")  # the oldest request, on the last page until it moved
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert len(gh.calls(since=mark, path=r"/pulls\?")) == 3
+    assert host.entries("o/r1")[oldest].labels == ("urgent",)
+    gh.close_pr("o/r1", numbers[1])  # closed, not moved to the top: the embedded repository changed
+    host.next_tick()
+    host.tick()
+    assert numbers[1] not in host.entries("o/r1") and len(host.entries("o/r1")) == 249
