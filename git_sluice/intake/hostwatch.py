@@ -76,6 +76,8 @@ class BaseView:
     """number -> (review decision, checks state, mergeability) where this tick's GraphQL query said them."""
     readings: dict[int, Request] = field(default_factory=dict)
     """number -> the reading the tick took for the host (of what moved in it)."""
+    active_tick: int = 0
+    """The last tick in which the repository showed any activity (a list 200, or asked by GraphQL)."""
 
     def checks_moved(self, sha: str, *, epoch: str | None, since: int) -> bool:
         """Did this head's checks move after tick ``since`` of answers ``epoch``? (Unknown heads: no.)"""
@@ -384,6 +386,8 @@ class HostWatch:
                 log.info("host watch: %s %s: %s", repository, head.sha[:12], exc)
         after = w.after_rest(mode, answered_200=answered_200, moved=moved)
         record.update({"mode": after.mode, "still": after.still, "fingerprint": None, "rebasing": after.rebasing})
+        if answered_200:
+            record["active_tick"] = tick
 
     def _list(
         self, repository: str, base: str, previous: list[Request] | None = None
@@ -555,6 +559,7 @@ class HostWatch:
                 _store_base(record, base, items, known, old, tick, inputs_known=True)
                 rollups.update(answer.rollups)
             after = w.after_graphql(mode, got[0].fingerprint if got else None)
+            record["active_tick"] = tick  # on GraphQL because its repository is busy
             record.update({
                 "mode": after.mode, "still": after.still, "rebasing": after.rebasing,
                 "fingerprint": list(after.fingerprint) if after.fingerprint is not None else None,
@@ -670,6 +675,7 @@ def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> 
             said = inputs_of(raw)
             if said is not None:
                 inputs[found[0].number] = said
+    active = record.get("active_tick") if isinstance(record, dict) else None  # unknown: as if active now
     readings = {}
     for raw in field_map(part, "readings").values():
         reading = reading_of(raw)
@@ -685,4 +691,5 @@ def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> 
         items=items, labels_known=known,
         changed_tick=int(part["changed_tick"]) if isinstance(part.get("changed_tick"), int) else tick, heads=heads,
         inputs=inputs, readings=readings,
+        active_tick=active if isinstance(active, int) and not isinstance(active, bool) else tick,
     )
