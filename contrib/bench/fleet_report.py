@@ -311,6 +311,13 @@ def _run_notes(sc: Scenario) -> list[str]:
                     "host_store_moved_aside"):
             if run.get(key):
                 notes.append(f"{kind}: {key.replace('_', ' ')}: {run[key][0]}")
+        if kind == "git-sluice" and run.get("wait_looks"):
+            outcomes = run.get("wait_outcomes") or {}
+            ended = sum(outcomes.values())
+            said = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "none"
+            notes.append(f"git-sluice's waits (warm-up included): {run['wait_looks']} looks, {ended} reached an "
+                         f"outcome ({said}); each outcome ends a wait, and the agent's next wait, 30 s later, "
+                         "reads its new request once")
         if kind == "git-sluice" and run.get("hook_commands"):
             notes.append(f"git-sluice: {run['hook_commands']} real git commands fired the hooks; "
                          f"{run['hook_rounds_logged']} hook rounds ran; median {run['hook_seconds_median']:.2f} s "

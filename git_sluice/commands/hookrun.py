@@ -64,7 +64,7 @@ WAIT_LIMIT = 3600.0
 class RoundRunner(Protocol):
     """What runs the round a hook asked for (``hook_step``; tests hand in their own)."""
 
-    def __call__(self, repo: Repo, *, reason: str) -> object: ...
+    def __call__(self, repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset()) -> object: ...
 
 
 # ----------------------------------------------------------------- pure decisions
@@ -168,6 +168,15 @@ def step_reason(reasons: Sequence[str]) -> str:
     nothing again.
     """
     return "push" if any(reason.startswith("push") for reason in reasons) else "hook"
+
+
+def pushed_heads(reasons: Sequence[str]) -> frozenset[str]:
+    """The request head branches a pre-push pushed (from :func:`decide`'s reasons), for the round to read."""
+    out = set()
+    for reason in reasons:
+        if reason.startswith("push request head refs/heads/") and " to " in reason:
+            out.add(reason[len("push request head refs/heads/"):].rsplit(" to ", 1)[0])
+    return frozenset(out)
 
 
 def _short(ref: str) -> str:
@@ -458,7 +467,7 @@ def _ref_state(repo: Repo, refs: Sequence[str]) -> str:
     return " ".join(shown)
 
 
-def hook_step(repo: Repo, *, reason: str) -> list[RoundReport]:
+def hook_step(repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset()) -> list[RoundReport]:
     """The round a hook asks for: ``intake.step.run_rounds`` with the rounds' own fetch.
 
     The user's fetch no longer brings ``refs/sluice/*`` (setup adds no refspec:
@@ -473,7 +482,7 @@ def hook_step(repo: Repo, *, reason: str) -> list[RoundReport]:
 
     path = repo.workdir if repo.workdir is not None else repo.git_dir
     with open_session(path) as session:
-        reports = run_rounds(session, reason=reason, fetch=True)
+        reports = run_rounds(session, reason=reason, fetch=True, pushed=pushed)
     for report in reports:
         log.info("round %s", report.summary())
     return reports
@@ -489,7 +498,7 @@ def run_round(repo: Repo, sluice_dir: Path, reasons: Sequence[str], clock: Clock
         state = ""
     write_log(sluice_dir, clock, f"hook round start reason={reason} {state}")
     try:
-        step(repo, reason=step_reason(reasons))
+        step(repo, reason=step_reason(reasons), pushed=pushed_heads(reasons))
     except Exception as exc:
         record_failure(sluice_dir, clock, reason=reason, error=exc)
         write_log(sluice_dir, clock, f"hook round end failed: {type(exc).__name__}: {exc}")

@@ -277,14 +277,14 @@ def wait_for(
                 state = _follow_alone(session, intake, branch, number, wait_deadline, following)
                 interval = following.interval(session)
                 if following.retarget is not None:
-                    following.done(branch)
+                    following.done(branch, session.clock.time())
                     branch, following.retarget = following.retarget, None
                     following.memory = Followed(branch=branch)
                     tell(f"#{number}: retargeted to {branch}")
             if state is not None:
                 tell(f"#{number}: {state}")
                 if state in OUTCOMES:
-                    following.done(branch)
+                    following.done(branch, session.clock.time())
                     return WaitResult(number, state, OUTCOMES[state], history)
             target = clock.time() + interval
             if deadline is not None:
@@ -367,10 +367,15 @@ class _Following:
         except SluiceError as exc:  # a memory, not a result: the next look reads the request once more
             log.info("could not keep what the wait for #%s saw: %s", self.number, exc)
 
-    def done(self, branch: str) -> None:
-        """The request reached an outcome: the watch stops following it, and the memory goes."""
+    def done(self, branch: str, now: float) -> None:
+        """The request reached an outcome: the watch stops following it; the memory keeps only that
+        outcome (ready or blocked, seen on the watch's answers), for a wait run again on it."""
         try:
-            self.store.drop(self.number)
+            if self.memory.outcome is not None:
+                self.memory = Followed(branch=branch, outcome=self.memory.outcome)
+                self.store.put(self.number, self.memory, now=now)
+            else:
+                self.store.drop(self.number)
             if self.watch is not None:
                 self.watch.unfollow(branch, self.number)
         except Exception as exc:  # the follow lapses by itself (watchstore.FOLLOW_FORGET)
@@ -413,12 +418,20 @@ def _follow_alone(
         ref = base.get("ref") if isinstance(base, dict) else None
         if state is None and isinstance(ref, str) and ref and ref != branch:
             following.retarget = ref
+    elif what == "read" and item is not None and memory.seen.snapshot is None and (standing := fl.standing_outcome(
+        memory.outcome, epoch=view.epoch, item=item, active_tick=view.active_tick,
+        head_moved_after=view.heads.get(item.head_sha),
+    )) is not None:
+        # a wait run again on a request whose repository has not moved since the last wait's outcome
+        read = True
+        state = standing
     elif what == "read" and item is not None and number in view.inputs:
         # the watch's query said what the state is derived from, for the whole host: no reading of its own
         review, checks, mergeable = view.inputs[number]
         read = True
         memory.head = {"sha": item.head_sha, "updated_at": item.updated_at, "checks_state": checks, "draft": item.draft}
         state = derive_state(item.draft, review, checks, mergeable)
+        memory.outcome = fl.outcome_record(state, epoch=view.epoch, tick=view.tick, item=item, checks=checks)
     elif what == "read":
         reading = _read_one(session, number, deadline)
         read = reading is not None
@@ -426,6 +439,9 @@ def _follow_alone(
             memory.head = {"sha": reading.head_sha, "updated_at": reading.updated_at,
                            "checks_state": reading.checks_state, "draft": reading.draft}
             state = _state_of(reading)
+            if item is not None and (reading.head_sha, reading.updated_at) == (item.head_sha, item.updated_at):
+                memory.outcome = fl.outcome_record(state, epoch=view.epoch, tick=view.tick, item=item,
+                                                   checks=reading.checks_state)
     memory.seen = fl.after(memory.seen, what, epoch=view.epoch, tick=view.tick, item=item, read=read)
     following.save(session)
     return state

@@ -75,10 +75,13 @@ def run_rounds(
     wait: bool = False,
     deadline: float | None = None,
     fetch: bool = True,
+    pushed: frozenset[str] = frozenset(),
 ) -> list[RoundReport]:
-    """One round per branch; the fetch of ``refs/sluice/*`` and the branches comes first."""
+    """One round per branch; the fetch of ``refs/sluice/*`` and the branches comes first.
+
+    ``pushed``: request head branches a push from this clone just moved (a hook's word)."""
     chosen = list(branches or session.settings.branches)
     if fetch:
         fetch_and_adopt(session, *branch_refspecs(session, chosen))
     intake, _ = intake_for(session)
-    return [intake.round(branch, reason=reason, wait=wait, deadline=deadline) for branch in chosen]
+    return [intake.round(branch, reason=reason, wait=wait, deadline=deadline, pushed=pushed) for branch in chosen]

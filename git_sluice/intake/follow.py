@@ -67,3 +67,31 @@ def after(seen: Seen, what: Step, *, epoch: str, tick: int, item: Request | None
     if what == "read" and item is not None:
         return Seen(epoch=epoch, tick=tick, snapshot=snapshot_of(item))
     return Seen(epoch=epoch, tick=tick, snapshot=None)  # draft or gone: read afresh when it shows again
+
+
+STANDING = frozenset({"ready", "blocked"})
+
+
+def outcome_record(state: str, *, epoch: str, tick: int, item: Request, checks: str | None) -> dict[str, object] | None:
+    """What a wait keeps of its outcome for the next wait on the same request (ready or blocked only)."""
+    if state not in STANDING:
+        return None
+    return {"state": state, "epoch": epoch, "tick": tick, "snapshot": list(snapshot_of(item)), "checks": checks}
+
+
+def standing_outcome(
+    record: object, *, epoch: str, item: Request, active_tick: int, head_moved_after: int | None
+) -> str | None:
+    """The last wait's outcome, when it still stands: same answers, the request as it was, its
+    repository without any activity since (no list 200: no push, no close, no review), and its checks
+    passed or absent (a failed check may be re-run, and nothing watches it once the wait ended)."""
+    if not isinstance(record, dict) or record.get("epoch") != epoch or record.get("state") not in STANDING:
+        return None
+    tick = record.get("tick")
+    if not isinstance(tick, int) or isinstance(tick, bool) or active_tick > tick:
+        return None
+    if head_moved_after is not None and head_moved_after > tick:
+        return None
+    if record.get("checks") not in ("SUCCESS", None) or record.get("snapshot") != list(snapshot_of(item)):
+        return None
+    return str(record["state"])

@@ -31,6 +31,9 @@ class Followed:
     seen: Seen = Seen()
     head: dict[str, Any] | None = None
     """The request's head as last read: sha, ``updated_at``, checks state, draft."""
+    outcome: dict[str, Any] | None = None
+    """The last wait's outcome (ready or blocked) with the tick and request it was seen at: a wait run
+    again on a request nothing has moved in since answers it without a call."""
 
 
 class FollowStore:
@@ -48,14 +51,16 @@ class FollowStore:
         if isinstance(snap, list) and len(snap) == 3 and isinstance(snap[0], str) and isinstance(snap[1], str):
             snapshot = (snap[0], snap[1], snap[2] is True)
         head = raw.get("head") if isinstance(raw.get("head"), dict) else None
-        return Followed(branch=branch, seen=Seen(epoch=epoch, tick=tick, snapshot=snapshot), head=head)
+        outcome = raw.get("outcome") if isinstance(raw.get("outcome"), dict) else None
+        return Followed(branch=branch, seen=Seen(epoch=epoch, tick=tick, snapshot=snapshot), head=head,
+                        outcome=outcome)
 
     def put(self, number: int, followed: Followed, *, now: float) -> None:
         with self.doc.update() as data:
             data[str(number)] = {
                 "branch": followed.branch, "epoch": followed.seen.epoch, "tick": followed.seen.tick,
                 "snapshot": list(followed.seen.snapshot) if followed.seen.snapshot is not None else None,
-                "head": followed.head, "at": now,
+                "head": followed.head, "outcome": followed.outcome, "at": now,
             }
             stale = [k for k, v in data.items() if not _recent(v, now)]
             for key in stale:

@@ -76,6 +76,8 @@ class BaseView:
     """number -> (review decision, checks state, mergeability) where this tick's GraphQL query said them."""
     readings: dict[int, Request] = field(default_factory=dict)
     """number -> the reading the tick took for the host (of what moved in it)."""
+    active_tick: int = 0
+    """The last tick in which the repository showed any activity (a list 200, or asked by GraphQL)."""
 
     def checks_moved(self, sha: str, *, epoch: str | None, since: int) -> bool:
         """Did this head's checks move after tick ``since`` of answers ``epoch``? (Unknown heads: no.)"""
@@ -261,7 +263,7 @@ class HostWatch:
             record.setdefault("mode", "rest")
             try:
                 for base in sorted(bases):
-                    items, _fresh = self._list(repository, base)
+                    items, _fresh, _same = self._list(repository, base)
                     report.rest_lists += 1
                     part = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
                     _store_base(record, base, items, {i.number: True for i in items}, part, tick)
@@ -354,12 +356,15 @@ class HostWatch:
         answered_200 = moved = False
         listed: dict[int, str] = {}
         for base in sorted(interest.bases):
-            items, fresh = self._list(repository, base)
+            old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+            kept = [p for p in (item_of(raw) for raw in (old or {}).get("items") or []) if p is not None]
+            items, fresh, same = self._list(repository, base, [p[0] for p in kept] if old is not None else None)
             listed.update((i.number, i.updated_at) for i in items)
             report.rest_lists += 1
             answered_200 = answered_200 or fresh
-            old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
-            changed = _store_base(record, base, items, {i.number: True for i in items}, old, tick)
+            # a REST list says every label; the list as last seen (a 304 on its first page) keeps what it knew
+            known = {p[0].number: p[1] for p in kept} if same else {i.number: True for i in items}
+            changed = _store_base(record, base, items, known, old, tick)
             moved = moved or changed
         for head in sorted(interest.heads.values(), key=lambda h: (h.base, h.number)):
             if head.base not in interest.bases:
@@ -381,13 +386,30 @@ class HostWatch:
                 log.info("host watch: %s %s: %s", repository, head.sha[:12], exc)
         after = w.after_rest(mode, answered_200=answered_200, moved=moved)
         record.update({"mode": after.mode, "still": after.still, "fingerprint": None, "rebasing": after.rebasing})
+        if answered_200:
+            record["active_tick"] = tick
 
-    def _list(self, repository: str, base: str) -> tuple[list[Request], bool]:
+    def _list(
+        self, repository: str, base: str, previous: list[Request] | None = None
+    ) -> tuple[list[Request], bool, bool]:
+        """The base's open requests, most recently updated first: (items, whether any page answered 200,
+        whether they are ``previous`` as they stand).
+
+        Sorted by ``updated`` descending, the first page is a complete change
+        detector: any request that moves (head, labels, review, draft, a new
+        one) comes to its top, and a merge or a close changes the repository
+        every item embeds (its ``pushed_at``, its open-issues count). So a 304
+        on the first page means nothing moved on any page, and with the list
+        as last seen (``previous``) the other pages are not asked: 1 call a
+        tick for a base of 1,000 requests, not 10.
+        """
         owner, name = repository.split("/", 1)
         url: str | None = self._client.url_for(
-            f"repos/{owner}/{name}/pulls", {"state": "open", "base": base, "per_page": 100}
+            f"repos/{owner}/{name}/pulls",
+            {"state": "open", "base": base, "sort": "updated", "direction": "desc", "per_page": 100},
         )
         items: list[Request] = []
+        seen: set[int] = set()
         fresh = False
         pages = 0
         while url is not None and pages < 100:
@@ -396,10 +418,15 @@ class HostWatch:
             page = answer.json()
             if not isinstance(page, list):
                 raise ValueError(f"GitHub's list of pull requests is not a list ({url})")
-            items.extend(i for i in (list_item(raw) for raw in page if isinstance(raw, dict)) if i is not None)
+            if pages == 0 and answer.from_kept and previous is not None and answer.next_url() is not None:
+                return list(previous), False, True  # nothing moved anywhere: the list stands as last seen
+            for item in (list_item(raw) for raw in page if isinstance(raw, dict)):
+                if item is not None and item.number not in seen:  # a request updated mid-walk shows twice
+                    seen.add(item.number)
+                    items.append(item)
             url = answer.next_url()
             pages += 1
-        return items, fresh
+        return items, fresh, False
 
     def _probe_head(
         self, repository: str, head: HeadInterest, rec: w.HeadRecord, record: dict[str, Any], tick: int,
@@ -532,6 +559,7 @@ class HostWatch:
                 _store_base(record, base, items, known, old, tick, inputs_known=True)
                 rollups.update(answer.rollups)
             after = w.after_graphql(mode, got[0].fingerprint if got else None)
+            record["active_tick"] = tick  # on GraphQL because its repository is busy
             record.update({
                 "mode": after.mode, "still": after.still, "rebasing": after.rebasing,
                 "fingerprint": list(after.fingerprint) if after.fingerprint is not None else None,
@@ -647,6 +675,7 @@ def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> 
             said = inputs_of(raw)
             if said is not None:
                 inputs[found[0].number] = said
+    active = record.get("active_tick") if isinstance(record, dict) else None  # unknown: as if active now
     readings = {}
     for raw in field_map(part, "readings").values():
         reading = reading_of(raw)
@@ -662,4 +691,5 @@ def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> 
         items=items, labels_known=known,
         changed_tick=int(part["changed_tick"]) if isinstance(part.get("changed_tick"), int) else tick, heads=heads,
         inputs=inputs, readings=readings,
+        active_tick=active if isinstance(active, int) and not isinstance(active, bool) else tick,
     )

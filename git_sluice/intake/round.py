@@ -87,7 +87,11 @@ class Intake:
         self._guarding: str | None = None
 
     # -- the round ---------------------------------------------------------
-    def round(self, branch: str, *, reason: str = "discovery", wait: bool = False, deadline: float | None = None) -> RoundReport:
+    def round(
+        self, branch: str, *, reason: str = "discovery", wait: bool = False, deadline: float | None = None,
+        pushed: frozenset[str] = frozenset(),
+    ) -> RoundReport:
+        """One round of ``branch`` (see the module); ``pushed``: request heads a push from here just moved."""
         started = self.clock.time()
         lease = self.lease_reader(branch)
         holder = lease.holder if lease is not None and lease.oid is not None else None
@@ -103,9 +107,10 @@ class Intake:
         with held(lock, busy=f"the round lock of {branch}"):
             now = self.clock.time()
             rev = self.branch_rev(branch)
-            watched = self._watched(branch, reason)
+            watched, forced = self._watched(branch, reason, pushed)
             if watched is not None:
-                return self._watched_round(branch, watched, holder, rev, started, wait=wait, deadline=deadline)
+                return self._watched_round(branch, watched, holder, rev, started, wait=wait, deadline=deadline,
+                                           forced=forced)
             decision = due(self.discovery_log.last(branch), now=now, interval=self.discovery, rev=rev, reason=reason)
             log.debug("%s: %s: %s", branch, "asking GitHub" if decision.ask else "no call", decision.why)
             if not decision.ask:
@@ -156,13 +161,25 @@ class Intake:
         except SluiceError as exc:
             log.warning("could not write the round's permits and ledger to the host store: %s", exc)
 
-    def _watched(self, branch: str, reason: str) -> BaseView | None:
-        """The host watch's fresh answer for this base; None: ask for ourselves (no watch, or a push or an
-        opening from this host, which the watch's last tick cannot have seen). The base itself moving
-        needs no new list, only the re-reading of its requests' mergeability: the watch's list serves."""
-        if self.watch is None or reason in OWN_LIST_REASONS:
-            return None
-        return self.watch.view(branch)
+    def _watched(self, branch: str, reason: str, pushed: frozenset[str]) -> tuple[BaseView | None, frozenset[int]]:
+        """The host watch's fresh answer for this base, and the requests to read whatever it says.
+
+        None: ask for ourselves — no watch, or a push or an opening from this
+        host the watch's last tick cannot have seen. A push of request heads
+        the hook names (``pushed``) needs no list: the requests whose heads
+        they are are read at once, the rest stands on the watch's list. The
+        base itself moving needs no new list either, only the re-reading of its
+        requests' mergeability: the watch's list serves.
+        """
+        if self.watch is None:
+            return None, frozenset()
+        if reason in OWN_LIST_REASONS:
+            if reason != "push" or not pushed:
+                return None, frozenset()
+            view = self.watch.view(branch)
+            forced = frozenset(i.number for i in view.items if i.head_ref in pushed) if view is not None else frozenset()
+            return (view, forced) if forced else (None, frozenset())
+        return self.watch.view(branch), frozenset()
 
     def _watch_ticks(self, branch: str) -> bool:
         """Whether the host watch ticks for this base (its answers are fresh): it then takes the heads'
@@ -171,7 +188,7 @@ class Intake:
 
     def _watched_round(
         self, branch: str, watched: BaseView, holder: str | None, rev: str | None, started: float, *,
-        wait: bool, deadline: float | None,
+        wait: bool, deadline: float | None, forced: frozenset[int] = frozenset(),
     ) -> RoundReport:
         """A round on the host watch's answers: no list, no probe; only the readings of what moved."""
         assert self.watch is not None
@@ -179,7 +196,7 @@ class Intake:
         epoch, seen = self.watch.cursor.get(branch)
         last = self.discovery_log.last(branch)
         base_moved = last is not None and last.rev is not None and rev is not None and last.rev != rev
-        if epoch == watched.epoch and seen >= watched.tick and not base_moved:
+        if epoch == watched.epoch and seen >= watched.tick and not base_moved and not forced:
             return RoundReport(
                 branch, "within-interval",
                 f"the host watch found nothing new since its tick {watched.tick}; "
@@ -191,7 +208,7 @@ class Intake:
                              started_at=started)
         with self._taking_in(branch, report, before):
             self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline,
-                          watched=watched, since=(epoch, seen))
+                          watched=watched, since=(epoch, seen), forced=forced)
             self.discovery_log.record(branch, asked_at=now, rev=rev)
             self.watch.cursor.set(branch, watched.epoch, watched.tick)
             report.next_discovery = watched.next_at
@@ -242,11 +259,13 @@ class Intake:
     def _take_in(
         self, branch: str, report: RoundReport, holder: str | None, *, base_moved: bool, wait: bool,
         deadline: float | None, watched: BaseView | None = None, since: tuple[str | None, int] = (None, -1),
+        forced: frozenset[int] = frozenset(),
     ) -> None:
         doc = self.queue.load(branch)
         items: list[Any]
         if watched is not None:
-            items = _with_labels(watched, doc.entries)
+            # a request whose head this clone just pushed is read whatever the watch's list says of it
+            items = [replace(i, updated_at="") if i.number in forced else i for i in _with_labels(watched, doc.entries)]
         else:
             items = self._list(branch, wait=wait, deadline=deadline)
         report.open = len(items)

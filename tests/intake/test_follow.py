@@ -63,3 +63,24 @@ def test_a_tick_is_acted_on_at_most_once_and_a_move_is_never_missed(events) -> N
         seen = fl.after(seen, what, epoch="e", tick=tick, item=item, read=reads)
         if what == "read" and reads:
             assert seen.snapshot == fl.snapshot_of(item)
+
+
+def test_a_standing_outcome_needs_the_same_request_a_quiet_repository_and_passed_checks() -> None:
+    record = fl.outcome_record("ready", epoch="e", tick=5, item=ITEM, checks="SUCCESS")
+    assert fl.outcome_record("waiting", epoch="e", tick=5, item=ITEM, checks=None) is None
+
+    def standing(**over):  # type: ignore[no-untyped-def]
+        args = {"epoch": "e", "item": ITEM, "active_tick": 3, "head_moved_after": None, **over}
+        return fl.standing_outcome(over.pop("record", record), **{k: v for k, v in args.items() if k != "record"})
+
+    assert standing() == "ready"
+    assert standing(epoch="f") is None  # the answers were rebuilt: nothing is known of what happened
+    assert standing(active_tick=6) is None  # the repository moved since (a push, a close, a review)
+    assert standing(head_moved_after=7) is None  # its checks moved since
+    assert standing(item=replace(ITEM, updated_at="later")) is None
+    failed = fl.outcome_record("blocked", epoch="e", tick=5, item=ITEM, checks="FAILURE")
+    assert standing(record=failed) is None  # a failed check may be re-run: it is read again
+    conflict = fl.outcome_record("blocked", epoch="e", tick=5, item=ITEM, checks=None)
+    assert standing(record=conflict) == "blocked"
+    assert standing(record={"state": "ready", "epoch": "e", "tick": True}) is None  # garbage is no outcome
+    assert standing(record="garbage") is None

@@ -578,3 +578,58 @@ def test_a_push_round_leaves_the_new_heads_checks_baseline_to_the_watch(host_fac
     tick_watch(session, ["main"])  # a driver's next offer: the new head joins at once
     probes = gh.calls(since=mark, path="check-runs")
     assert len(probes) == 1 and gh.calls(since=mark, path="/status") == []  # the repository uses no statuses
+
+
+def test_a_push_of_a_request_head_reads_that_request_and_asks_no_list(host_factory, github) -> None:
+    """The hook names the request heads it pushed: the round reads those requests at once and stands on
+    the watch's list for the rest — no list of its own (a 200, counted, under any activity)."""
+    gh = github.gh
+    n = pending_pr(gh, "o/r1", "slow")
+    other = ready_pr(gh, "o/r1", "done")
+    host = host_factory(("o/r1",))
+    host.tick()
+    host.next_tick()
+    host.tick()
+    gh.push_pr("o/r1", n, "e" * 40)
+    github.clock.advance(20)
+    session = host.sessions["o/r1"]
+    mark = gh.mark()
+    (report,) = run_rounds(session, reason="push", fetch=False, pushed=frozenset({"slow"}))
+    assert report.outcome == "taken-in" and report.read == [n]
+    assert host.entries("o/r1")[n].head_sha == "e" * 40 and host.entries("o/r1")[other].state == "ready"
+    assert gh.calls(since=mark, path=r"/pulls\?") == []
+    assert len(gh.calls(since=mark, resource="graphql")) == 1 and gh.requests(since=mark) == 1
+    # a push naming no request the watch lists (a request just opened from here) asks its own list
+    mark = gh.mark()
+    run_rounds(session, reason="push", fetch=False, pushed=frozenset({"brand-new"}))
+    assert len(gh.calls(since=mark, path=r"/pulls\?")) == 1
+
+
+def test_a_long_quiet_list_costs_its_first_page_only_and_any_move_is_still_seen(host_factory, github) -> None:
+    """Sorted by ``updated`` descending, the list's first page changes whenever anything on any page
+    moves (the moved request comes to the top; a close changes the repository every item embeds), so
+    its 304 stands for every page: a quiet base of 250 requests costs one call a tick, not three."""
+    gh = github.gh
+    numbers = [gh.open_pr("o/r1", head_ref=f"feat-{i}") for i in range(250)]
+    host = host_factory(("o/r1",))
+    host.tick()
+    host.next_tick()
+    host.tick()
+    for _ in range(2):
+        host.next_tick()
+        mark = gh.mark()
+        host.tick()
+        lists = gh.calls(since=mark, path=r"/pulls\?")
+        assert [c.status for c in lists] == [304], [(c.path, c.status) for c in lists]
+    assert len(host.entries("o/r1")) == 250
+    oldest = numbers[0]
+    gh.add_label("o/r1", oldest, "urgent")  # the oldest request, on the last page until it moved
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert len(gh.calls(since=mark, path=r"/pulls\?")) == 3
+    assert host.entries("o/r1")[oldest].labels == ("urgent",)
+    gh.close_pr("o/r1", numbers[1])  # closed, not moved to the top: the embedded repository changed
+    host.next_tick()
+    host.tick()
+    assert numbers[1] not in host.entries("o/r1") and len(host.entries("o/r1")) == 249

@@ -430,3 +430,26 @@ def test_a_wait_following_another_hosts_branch_reads_its_request_from_the_host_w
     counted = sum(c.cost if c.resource == "graphql" else int(c.counted) for c in calls)
     assert len(calls) <= minutes + 6, [(c.method, c.path, c.status) for c in calls]  # about one call a tick
     assert counted <= minutes + 6
+
+
+def test_a_wait_run_again_on_an_unmoved_request_answers_without_a_call(fleet_factory) -> None:
+    """An agent's loop runs ``wait`` again and again; on a request nothing has moved in since the last
+    wait's outcome (no list 200 in its repository), the outcome stands and nothing is asked."""
+    fleet = fleet_factory(("host-a", "host-b"), lease="3600s", discovery="60s")
+    gh = fleet.gh
+    n = ready_pr(gh, "done")
+    a = fleet.session("host-a")
+    drive(a, max_ticks=1, let_go=False)
+    b = fleet.session("host-b")
+    assert b.forge.pool
+    assert wait_for(b, n, timeout=600).outcome == "ready"
+    fleet.clock.advance(61)  # type: ignore[attr-defined]
+    mark = gh.mark()
+    assert wait_for(b, n, timeout=600).outcome == "ready"
+    graphql = [c for c in fleet.calls_by("host-b", since=mark) if c.resource == "graphql"]
+    assert graphql == [] and gh.counted(since=mark) == 0, gh.ledger[mark:]
+    gh.star(REPO, login="fan")  # activity in the repository: the outcome no longer stands on its own
+    fleet.clock.advance(61)  # type: ignore[attr-defined]
+    mark = gh.mark()
+    assert wait_for(b, n, timeout=600).outcome == "ready"
+    assert [c for c in fleet.calls_by("host-b", since=mark) if c.resource == "graphql"]
