@@ -341,7 +341,7 @@ class HostWatch:
         report.modes = {r: str(new_repos[r].get("mode", "rest")) for r in new_repos}
         self.answers.write({
             "epoch": epoch, "tick": tick, "ticked_at": now, "interval": interval, "stretch": stretch,
-            "next_at": w.next_tick_at(now, length, w.phase_of(self.host, length)),
+            "next_at": w.slot_after_tick(now, length, w.phase_of(self.host, length)),
             "pace": None if found is None else found.describe(),
             "repos": new_repos, "heads": new_heads,
         })

@@ -64,6 +64,17 @@ def next_tick_at(now: float, interval: float, phase: float) -> float:
     return phase + k * interval
 
 
+def slot_after_tick(now: float, interval: float, phase: float) -> float:
+    """The next tick's slot, for a tick that ran at ``now``.
+
+    A tick may run up to :data:`SLACK` early (a sleeper woken a little
+    early); that tick is its slot's, so the next is the slot after — never
+    one a second away, which :func:`due` would find due at once and tick
+    twice (a driver's second offer after its rounds did exactly that).
+    """
+    return next_tick_at(now + SLACK, interval, phase)
+
+
 def due(next_at: float | None, now: float) -> bool:
     """Whether the watch ticks now (never ticked yet, or its slot has come, give or take the slack)."""
     return next_at is None or now >= next_at - SLACK or next_at - now > 24 * 3600

@@ -229,3 +229,13 @@ def test_the_registry_keeps_what_each_clone_takes_in_and_forgets_a_silent_clone(
     assert registry.interests("g", now + REGISTRY_FORGET + 1) == ({}, None)
     registry.doc.path.write_text("[1, 2]")  # corrupt: discarded, nothing watched, nothing raised
     assert registry.interests("g", now) == ({}, None)
+
+
+@given(st.floats(min_value=1e9, max_value=2e9), st.floats(min_value=10, max_value=3600), st.floats(0, 1))
+def test_the_slot_after_a_tick_is_never_due_at_once(now: float, interval: float, share: float) -> None:
+    """A tick run just before its slot boundary (woken a little early, or the very first tick) must not
+    leave a next tick due at once: the driver's second offer after its rounds would tick again."""
+    phase = share * interval * 0.999
+    at = w.slot_after_tick(now, interval, phase)
+    assert not w.due(at, now)
+    assert now + w.SLACK < at <= now + interval + w.SLACK + 1e-6
