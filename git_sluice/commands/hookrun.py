@@ -344,8 +344,15 @@ def refresh_filter(repo: Repo, sluice_dir: Path) -> tuple[str, list[str]]:
         mtime = path.stat().st_mtime_ns
     except OSError:
         current, mtime = None, 0
-    if current != data or any(mtime <= m for m in _config_mtimes(repo)):
+    configs = _config_mtimes(repo)
+    if current != data or any(mtime <= m for m in configs):
         write_atomic(path, data)
+        newest = max(configs, default=0)
+        try:
+            if path.stat().st_mtime_ns <= newest:  # written within the config's own clock tick: not "newer"
+                os.utime(path, ns=(newest + 1, newest + 1))
+        except OSError:
+            pass  # the hooks then take their slow path once more, and the next round writes it again
     return remote, refs
 
 
