@@ -74,8 +74,8 @@ def wait_command(number: int, timeout: float | None, as_json: bool, verbose: boo
 
     Prints each change once. Where no driver lives, it takes the branch's
     lease as a wait and lets go when it ends; where another host takes the
-    branch in, it follows NUMBER alone, conditionally, once in a quarter of the
-    discovery interval. Exit codes: 0 merged or ready; 1 closed or blocked (or
+    branch in, it follows NUMBER on this host's watch, asking GitHub only when
+    the request moved. Exit codes: 0 merged or ready; 1 closed or blocked (or
     failed); 2 configuration; 3 allowance spent past the timeout; 4 timed out.
     """
     from ..countdown import Countdown
