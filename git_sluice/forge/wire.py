@@ -45,6 +45,10 @@ class Authorize(httpx.BaseTransport):
         self.inner.close()
 
 
+MIN_ANSWER_TIME = 5.0
+"""Seconds a sent call is given to answer at least, whatever is left of its caller's deadline."""
+
+
 class Deadline(httpx.BaseTransport):
     def __init__(self, inner: httpx.BaseTransport, clock: Clock, waits: Waits, *, timeout: float) -> None:
         self.inner = inner
@@ -60,6 +64,10 @@ class Deadline(httpx.BaseTransport):
             left = min(left, call.deadline - self.clock.time())
         if left <= 0:
             raise CallTimedOut(call.address, sent=False)
+        # A call once sent is counted by GitHub whether or not its answer is read: one started with a
+        # moment left on its caller's deadline is still given time to answer, instead of being cut off
+        # after it was paid for (a wait near its timeout re-sent its reading, each counted, every look).
+        left = min(self.timeout, max(left, MIN_ANSWER_TIME))
         end = self.clock.monotonic() + left
         request.extensions = {**request.extensions, "timeout": dict.fromkeys(("connect", "read", "write", "pool"), left)}
         try:

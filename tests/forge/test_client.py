@@ -534,3 +534,16 @@ def test_a_session_told_to_stop_sends_nothing_more(clone: Path, github: ServedDo
             session.forge.get(PULLS, wait=True)
     assert caught.value.exit_code == 130
     assert github.gh.requests(since=mark) == 0
+
+
+def test_a_call_sent_with_a_moment_left_on_its_deadline_still_gets_its_answer(
+    session: Session, github: ServedDouble
+) -> None:
+    """GitHub counts a call once it is sent, read or not: a call started a moment before its caller's
+    deadline is given time to answer (``wire.MIN_ANSWER_TIME``), not cut off after it was paid for."""
+    primed(session)
+    github.gh.fault("hang", path="pulls", times=1, seconds=0.3)
+    mark = github.gh.mark()
+    answer = session.forge.get(PULLS, deadline=github.clock.time() + 0.001)
+    assert answer.status == 200
+    assert github.gh.requests(since=mark) == 1
