@@ -338,3 +338,40 @@ def reading_of(raw: Any) -> Request | None:
         )
     except ValueError:
         return None
+
+
+FRESH_FOR = 600.0
+"""A reading a clone deposited is offered to the watch's ticks for 10 minutes."""
+MAX_FRESH = 500
+
+
+class FreshReadings:
+    """``watch/<group>/readings.json``: readings a clone's round took for itself (a push's, read at
+    once), offered to the next tick's batched reading so it does not read the same request again."""
+
+    def __init__(self, group_dir: Path) -> None:
+        self.doc = JsonDocument(Path(group_dir) / "readings.json", what="host watch deposited readings")
+
+    def add(self, repository: str, readings: Iterable[Request], now: float) -> None:
+        chosen = list(readings)
+        if not chosen:
+            return
+        with self.doc.update() as data:
+            for reading in chosen:
+                data[f"{repository} {reading.number}"] = {"reading": reading_json(reading), "at": now}
+            for key in [k for k, v in data.items() if not _fresh(v, now)]:
+                del data[key]
+            if len(data) > MAX_FRESH:
+                for key in sorted(data, key=lambda k: data[k].get("at", 0))[: len(data) - MAX_FRESH]:
+                    del data[key]
+
+    def get(self, repository: str, number: int, now: float) -> Request | None:
+        value = self.doc.read().get(f"{repository} {number}")
+        if not isinstance(value, dict) or not _fresh(value, now):
+            return None
+        return reading_of(value.get("reading"))
+
+
+def _fresh(value: Any, now: float) -> bool:
+    at = value.get("at") if isinstance(value, dict) else None
+    return isinstance(at, (int, float)) and not isinstance(at, bool) and now - FRESH_FOR <= at <= now + 60
