@@ -40,8 +40,7 @@ from .readings import list_item, needs_recheck
 from .request import Request
 from . import graphql as gq
 from .watchstore import (
-    Answers, Cursor, FreshReadings, HeadInterest, Registry, RepoInterest, inputs_of, item_json, item_of,
-    reading_json, reading_of,
+    Answers, Cursor, HeadInterest, Registry, RepoInterest, inputs_of, item_json, item_of, reading_json, reading_of,
 )
 
 if TYPE_CHECKING:
@@ -172,10 +171,6 @@ class HostWatch:
             self.clone, repository=self.repository, group=self.group, discovery=self.discovery,
             now=self.clock.time(), heads={base: heads},
         )
-
-    def deposit(self, readings: Iterable[Request]) -> None:
-        """Readings this clone's round took for itself: the next tick's batched reading need not repeat them."""
-        FreshReadings(self.group_dir).add(self.repository, readings, self.clock.time())
 
     def view(self, base: str) -> BaseView | None:
         """This base's part of the last tick; None when absent, stale, unreadable or not asked in it."""
@@ -473,9 +468,6 @@ class HostWatch:
         its clones' queues know their requests, and read what they miss.
         """
         wanted: dict[str, dict[str, list[int]]] = {}
-        taken: dict[str, dict[int, Request]] = {}
-        deposited = FreshReadings(self.group_dir)
-        now = self.clock.time()
         for repository, record in new_repos.items():
             old_bases = field_map(field_map(repos_doc, repository), "bases")
             moved_heads = {
@@ -489,35 +481,24 @@ class HostWatch:
                 before = {p[0].number: w.snapshot([p[0]])[p[0].number]
                           for p in (item_of(raw) for raw in old.get("items") or []) if p is not None}
                 numbers = []
-                items_by_number: dict[int, Request] = {}
                 for raw in part.get("items") or []:
                     found = item_of(raw)
                     if found is None or found[0].draft:
                         continue
                     item = found[0]
-                    items_by_number[item.number] = item
                     if before.get(item.number) != w.snapshot([item])[item.number]:
                         numbers.append(item.number)
                     elif item.head_sha in moved_heads and not (
                         moved_heads[item.head_sha] == "SUCCESS" and inputs_of(raw) is not None
                     ):  # checks moved (a rollup that passed is settled by the query alone)
                         numbers.append(item.number)
-                for n in numbers:  # a clone's own round read it already (a push's, at once): no second reading
-                    item = items_by_number[n]
-                    reading = deposited.get(repository, n, now)
-                    if reading is not None and (reading.head_sha, reading.updated_at) == (item.head_sha, item.updated_at):
-                        taken.setdefault(repository, {})[n] = reading
                 if numbers:
                     wanted.setdefault(repository, {})[base] = numbers
-        flat = {
-            repo: sorted({n for ns in bases.values() for n in ns} - set(taken.get(repo, {})))
-            for repo, bases in wanted.items()
-        }
-        flat = {repo: ns for repo, ns in flat.items() if ns}
-        if sum(len(v) for v in flat.values()) > MAX_BATCH_READ:
-            return  # too much at once (a first tick after a long stop): the clones read
-        readings: dict[str, dict[int, Request]] = {repo: dict(r) for repo, r in taken.items()}
-        for text, variables, repos in (gq.build_host_read(flat) if flat else ()):
+        flat = {repo: sorted({n for ns in bases.values() for n in ns}) for repo, bases in wanted.items()}
+        if not flat or sum(len(v) for v in flat.values()) > MAX_BATCH_READ:
+            return  # nothing moved; or too much at once (a first tick after a long stop): the clones read
+        readings: dict[str, dict[int, Request]] = {}
+        for text, variables, repos in gq.build_host_read(flat):
             payload = self._client.graphql(text, variables)
             report.graphql_queries += 1
             for repo, result in gq.parse_host_read(payload, repos, flat).items():

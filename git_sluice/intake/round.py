@@ -302,11 +302,6 @@ class Intake:
                 lambda query, variables: self._guarded_graphql(query, variables, wait=wait, deadline=deadline),
                 self.owner, self.name, sorted(to_read), base=branch, open_count=len(items),
             )
-        if self.watch is not None and to_read and (watched is None or forced):
-            try:  # read for itself (a push's round): the watch's next batched reading need not repeat it
-                self.watch.deposit(r for n, r in result.readings.items() if n in to_read)
-            except Exception as exc:  # the watch is an optimisation
-                log.info("could not hand the round's readings to the host watch: %s", exc)
         result.readings.update(from_watch)
         report.read = sorted(to_read)
         report.skipped = dict(result.skipped)

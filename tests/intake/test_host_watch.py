@@ -633,25 +633,3 @@ def test_a_long_quiet_list_costs_its_first_page_only_and_any_move_is_still_seen(
     host.next_tick()
     host.tick()
     assert numbers[1] not in host.entries("o/r1") and len(host.entries("o/r1")) == 249
-
-
-def test_a_request_a_push_round_read_is_not_read_again_by_the_next_tick(host_factory, github) -> None:
-    """A push's round reads its request at once; the watch's next tick sees that request moved, and
-    takes the reading the round handed it instead of reading it a second time."""
-    gh = github.gh
-    n = pending_pr(gh, "o/r1", "slow")
-    host = host_factory(("o/r1",))
-    host.tick()
-    host.next_tick()
-    host.tick()
-    gh.push_pr("o/r1", n, "e" * 40)
-    github.clock.advance(20)
-    session = host.sessions["o/r1"]
-    mark = gh.mark()
-    run_rounds(session, reason="push", fetch=False, pushed=frozenset({"slow"}))
-    assert len(gh.calls(since=mark, resource="graphql")) == 1
-    host.next_tick()
-    mark = gh.mark()
-    host.tick()
-    assert gh.calls(since=mark, resource="graphql") == []  # the watch took the push round's reading
-    assert host.entries("o/r1")[n].head_sha == "e" * 40
