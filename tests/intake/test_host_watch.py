@@ -117,6 +117,15 @@ def unrelated_activity(gh, repos, t: int) -> None:
         gh.open_issue(repo, title=f"issue {t}")
 
 
+def churn_into_graphql(host: Host, gh, repos: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+    """Three ticks of unrelated activity: the repositories' lists churn, and the watch asks them by GraphQL."""
+    for t in range(3):
+        host.tick()
+        unrelated_activity(gh, repos, t)
+        host.next_tick()
+    host.tick()
+
+
 def answers(host: Host) -> dict:
     (path,) = (host_state_dir() / "watch").glob("*/answers.json")
     return json.loads(path.read_text())
@@ -217,11 +226,7 @@ def test_a_check_finishing_in_a_churning_repository_is_seen_through_the_rollup(h
     gh = github.gh
     n = pending_pr(gh, "o/r1", "slow")
     host = host_factory(("o/r1",))
-    for t in range(3):
-        host.tick()
-        unrelated_activity(gh, ("o/r1",), t)
-        host.next_tick()
-    host.tick()
+    churn_into_graphql(host, gh, ("o/r1",))
     assert answers(host)["repos"]["o/r1"]["mode"] == "graphql"
     gh.add_check_run("o/r1", gh.pr("o/r1", n).head_sha, "ci", status="completed", conclusion="success")
     unrelated_activity(gh, ("o/r1",), 50)
@@ -254,11 +259,7 @@ def test_a_churning_repository_goes_back_to_rest_once_it_is_quiet(host_factory, 
     gh = github.gh
     ready_pr(gh, "o/r1", "feat")
     host = host_factory(("o/r1",))
-    for t in range(3):
-        host.tick()
-        unrelated_activity(gh, ("o/r1",), t)
-        host.next_tick()
-    host.tick()
+    churn_into_graphql(host, gh, ("o/r1",))
     assert answers(host)["repos"]["o/r1"]["mode"] == "graphql"
     for _ in range(8):
         host.next_tick()
@@ -504,11 +505,7 @@ def test_mergeability_is_taken_from_the_watchs_query_not_read_again(host_factory
     n = ready_pr(gh, "o/r1", "feat")
     gh.set_mergeable("o/r1", n, "UNKNOWN")
     host = host_factory(("o/r1",))
-    for t in range(3):
-        host.tick()
-        unrelated_activity(gh, ("o/r1",), t)
-        host.next_tick()
-    host.tick()
+    churn_into_graphql(host, gh, ("o/r1",))
     assert answers(host)["repos"]["o/r1"]["mode"] == "graphql"
     assert host.entries("o/r1")[n].state == "waiting"
     for t in range(3):  # still UNKNOWN: GitHub is computing it; no reading would help
@@ -536,11 +533,7 @@ def test_what_moved_in_several_repositories_is_read_in_one_query_for_the_host(ho
         for i in range(2):
             ready_pr(gh, repo, f"feat-{i}")
     host = host_factory(light=False)
-    for t in range(3):
-        host.tick()
-        unrelated_activity(gh, REPOS, t)
-        host.next_tick()
-    host.tick()
+    churn_into_graphql(host, gh, REPOS)
     gh.review("o/r1", 1, "carol", "CHANGES_REQUESTED")
     gh.review("o/r3", 2, "carol", "CHANGES_REQUESTED")
     gh.review("o/r4", 1, "dave", "COMMENTED")
