@@ -443,13 +443,15 @@ class HostWatch:
             if learn or record.get("uses_statuses") is None:
                 record["uses_statuses"] = w.uses_statuses(status_json)
                 record["statuses_at"] = now
-        state = w.rest_rollup(runs.json(), status_json)
+        runs_json = runs.json()
+        state = w.rest_rollup(runs_json, status_json)
         if rec.seen:
             moved = (not runs.from_kept) or state != rec.state
         else:
             moved = w.first_look_moved(head.checks_state, state)
+        finished = w.finished_at(runs_json)
         return w.after_head(rec, state=state, moved=moved, tick=tick, now=now, interval=interval,
-                            updated_at=head.updated_at)
+                            updated_at=head.updated_at, failed_for=None if finished is None else now - finished)
 
     # -- the batched reading ------------------------------------------------
     def _read_moved(

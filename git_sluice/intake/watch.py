@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..clock import parse_rfc3339
 from .request import Request
 
 QUIET_TICKS = 5
@@ -144,27 +145,66 @@ def head_due(record: HeadRecord, *, now: float, updated_at: str) -> bool:
 
 
 def after_head(
-    record: HeadRecord, *, state: str | None, moved: bool, tick: int, now: float, interval: float, updated_at: str
+    record: HeadRecord, *, state: str | None, moved: bool, tick: int, now: float, interval: float, updated_at: str,
+    failed_for: float | None = None,
 ) -> HeadRecord:
     """The head's record after it was asked: ``moved`` (its checks changed) or not.
 
     A failed head that stays failed waits ``interval × 2^streak`` (at most
     :data:`FAILED_BACKOFF_MAX`) before it is asked again; anything else is
-    asked at every tick.
+    asked at every tick. ``failed_for`` — how long ago its checks finished, by
+    the check runs' own ``completed_at`` — places a failure this host sees for
+    the first time (a process started, a head newly waited on) where its
+    doubling would stand had it been watched since it failed: an hour-old
+    failure is asked every 15 minutes from the first look, not 1, 2, 4, 8
+    minutes later again. A move of its request asks at once and starts the
+    doubling again from the interval, as before.
     """
     request_moved = bool(updated_at and record.updated_at and updated_at != record.updated_at)
     failed = state in FAILED_STATES
+    streak = 0
+    wait = 0.0
     if failed and not moved and not request_moved and record.seen:
         streak = record.streak + 1
-        wait = min(FAILED_BACKOFF_MAX, interval * (2**streak))
-        next_at = now + wait
-    else:
-        streak = 0
-        next_at = 0.0
+        wait = interval * (2**streak)
+    elif failed and not record.seen and interval > 0:
+        wait = failure_age(failed_for)
+        while interval * (2**streak) < wait and streak < 32:  # the doubling that has reached its age
+            streak += 1
+        if wait < interval:
+            streak = 0
+    wait = min(FAILED_BACKOFF_MAX, wait)
+    next_at = now + wait if wait >= interval else 0.0
     return HeadRecord(
         state=state, seen=True, changed_tick=tick if moved else record.changed_tick, streak=streak,
         next_at=next_at, updated_at=updated_at or record.updated_at,
     )
+
+
+def failure_age(failed_for: float | None) -> float:
+    """The age of a failure, bounded to [0, :data:`FAILED_BACKOFF_MAX`]: it comes from GitHub's
+    ``completed_at`` read against this host's clock, so a skewed clock or a time in the future can
+    shift one head's probe interval within its bounds, never stop it being asked."""
+    if failed_for is None or failed_for != failed_for or failed_for <= 0:  # None, NaN, the future
+        return 0.0
+    return min(FAILED_BACKOFF_MAX, float(failed_for))
+
+
+def finished_at(check_runs: Any) -> float | None:
+    """When the newest completed check run of a REST ``check-runs`` answer finished (None: none did,
+    or no time could be read)."""
+    runs = check_runs.get("check_runs") if isinstance(check_runs, Mapping) else None
+    newest: float | None = None
+    for run in runs if isinstance(runs, list) else []:
+        text = run.get("completed_at") if isinstance(run, Mapping) else None
+        if not isinstance(text, str) or not text:
+            continue
+        try:
+            when = parse_rfc3339(text)
+        except (ValueError, OverflowError):
+            continue
+        newest = when if newest is None else max(newest, when)
+    return newest
 
 
 def first_look_moved(registered: str | None, observed: str | None) -> bool:

@@ -40,11 +40,12 @@ def pending_pr(gh, repo: str, head: str) -> int:
     return n
 
 
-def failing_pr(gh, repo: str, head: str) -> int:
+def failing_pr(gh, repo: str, head: str, *, finished_ago: int = 0) -> int:
     n = gh.open_pr(repo, head_ref=head)
     gh.review(repo, n, "bob", "APPROVED")
     gh.set_mergeable(repo, n, "MERGEABLE")
-    gh.add_check_run(repo, gh.pr(repo, n).head_sha, "ci", status="completed", conclusion="failure")
+    gh.add_check_run(repo, gh.pr(repo, n).head_sha, "ci", status="completed", conclusion="failure",
+                     finished_ago=finished_ago)
     return n
 
 
@@ -344,6 +345,25 @@ def test_a_failed_head_that_stays_failed_is_asked_less_and_less_often_and_at_onc
         host.next_tick()
         host.tick()
     assert check_runs_asked(gh, mark) == 2  # and doubles again from the start: the next tick, two later
+
+
+def test_a_failure_already_an_hour_old_is_asked_every_15_minutes_from_the_start(host_factory, github) -> None:
+    """A host that starts beside an old failure does not walk the doubling from a minute again."""
+    gh = github.gh
+    failing_pr(gh, "o/r1", "red-for-long", finished_ago=3_600)
+    host = host_factory(("o/r1",))
+    host.tick()  # the round queues it and the watch takes its baseline
+    start, mark = github.clock.time(), gh.mark()
+    asked_at = []
+    for _ in range(46):
+        host.next_tick()
+        tick_mark = gh.mark()
+        host.tick()
+        if check_runs_asked(gh, tick_mark):
+            asked_at.append(github.clock.time() - start)
+    assert check_runs_asked(gh, mark) == len(asked_at) <= 4  # 46 minutes: at most one ask in 15
+    gaps = [b - a for a, b in zip(asked_at, asked_at[1:])]
+    assert gaps and set(gaps) == {900}
 
 
 def test_the_combined_status_is_asked_only_where_the_repository_uses_statuses(host_factory, github) -> None:
