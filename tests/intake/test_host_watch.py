@@ -618,6 +618,62 @@ def test_a_push_of_a_request_head_reads_that_request_and_asks_no_list(host_facto
     assert len(gh.calls(since=mark, path=r"/pulls\?")) == 1
 
 
+def real_push(clone: Path, branch: str) -> str:
+    """A real commit pushed from the clone to its bare remote (no hooks: the test runs the round);
+    the push moves the clone's remote-tracking ref, as any push does."""
+    git(clone, "checkout", "-q", "-B", branch)
+    git(clone, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", branch)
+    git(clone, "-c", "core.hooksPath=/dev/null", "push", "-q", "origin", branch)
+    return git(clone, "rev-parse", f"refs/remotes/origin/{branch}")
+
+
+def test_a_pushed_head_shows_at_once_as_waiting_and_the_next_tick_reads_it_with_the_hosts_batch(
+    host_factory, github
+) -> None:
+    """A push of a request's head from this clone: the queue shows the new head at once (waiting: its
+    checks have not run, its mergeability is not computed) with no call at all, and the watch's next
+    tick reads it in the one batched query for the host, beside what else moved — one point for both,
+    where the push's own reading used to cost a point of its own."""
+    gh = github.gh
+    n = ready_pr(gh, "o/r1", "slow")
+    other = pending_pr(gh, "o/r1", "other")
+    host = host_factory(("o/r1",))
+    churn_into_graphql(host, gh, ("o/r1",))
+    session = host.sessions["o/r1"]
+    assert host.entries("o/r1")[n].state == "ready"
+    sha = real_push(session.repo.workdir, "slow")
+    gh.push_pr("o/r1", n, sha)
+    mark = gh.mark()
+    (report,) = run_rounds(session, reason="push", fetch=False, pushed=frozenset({"slow"}))
+    entry = host.entries("o/r1")[n]
+    assert report.outcome == "taken-in" and report.read == [] and gh.requests(since=mark) == 0
+    assert (entry.head_sha, entry.state, entry.checks_state, entry.mergeable) == (sha, "waiting", None, "UNKNOWN")
+    assert entry.review_decision == "APPROVED"  # as last read: the watch's tick says whether it stands
+    # meanwhile GitHub: the new head's CI starts, and another request is reviewed
+    gh.add_check_run("o/r1", sha, "ci", status="in_progress", conclusion=None)
+    gh.review("o/r1", other, "carol", "CHANGES_REQUESTED")
+    unrelated_activity(gh, ("o/r1",), 9)
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    entries = host.entries("o/r1")
+    assert entries[n].head_sha == sha and entries[n].checks_state == "PENDING" and entries[n].pending == ()
+    assert entries[other].state == "blocked"
+    graphql = gh.calls(since=mark, resource="graphql")
+    assert len(graphql) == 2 and gh.counted(since=mark) == 2  # the watch's query, one reading for both
+    # a push the remote refused moves no remote-tracking ref: the head the watch shows stands, no call
+    mark = gh.mark()
+    git(session.repo.workdir, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty",
+        "-m", "not pushed")
+    (report,) = run_rounds(session, reason="push", fetch=False, pushed=frozenset({"slow"}))
+    assert report.read == [] and gh.requests(since=mark) == 0 and host.entries("o/r1")[n].head_sha == sha
+    # a head whose remote-tracking ref is gone (pruned): the round cannot tell, and reads it as before
+    git(session.repo.workdir, "update-ref", "-d", "refs/remotes/origin/slow")
+    mark = gh.mark()
+    (report,) = run_rounds(session, reason="push", fetch=False, pushed=frozenset({"slow"}))
+    assert report.read == [n] and len(gh.calls(since=mark, resource="graphql")) == 1
+
+
 def test_a_long_quiet_list_costs_its_first_page_only_and_any_move_is_still_seen(host_factory, github) -> None:
     """Sorted by ``updated`` descending, the list's first page changes whenever anything on any page
     moves (the moved request comes to the top; a close changes the repository every item embeds), so
