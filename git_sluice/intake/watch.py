@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..clock import parse_rfc3339
+from .graphql import FRAGMENT_NAME, PR_FRAGMENT, MalformedNode, reading_from_node
 from .request import Request
 
 QUIET_TICKS = 5
@@ -263,6 +264,32 @@ mergeability (it moves no ``updated_at``), read them here instead of paying a re
 FINGERPRINT = "pushedAt updatedAt stargazerCount forkCount diskUsage openIssues: issues(first: 1, states: OPEN) { totalCount }"
 
 
+RECENT_MAX = 10
+"""At most this many most recently updated requests of a base are read in full by the watch's query."""
+QUERY_BUDGET = 149
+"""Requests one query holds for one point (GitHub: requests / 100, rounded half up, at least 1)."""
+REQUESTS_PER_READING = 4
+"""The connections a full reading nests per request (labels, reviews, the last commit, its contexts)."""
+
+
+def recent_size(targets: Sequence[Target]) -> int:
+    """How many of each base's most recently updated requests the query can read in full and stay one point.
+
+    A request that moves (a review, a push, a label, a new one) comes to the
+    top of its base by ``updatedAt``: read in full in the same query, it
+    needs no batched reading after the tick — the reading that used to cost
+    the host a second point in every tick in which anything moved. The size
+    is what the point has room for beside the watch's own requests (2 a
+    target: the list and the open-issues count): 8 a base at 4 bases, 2 at
+    13, none past ~37 (the query then costs more than one point anyway).
+    """
+    firsts = sum(1 for t in targets if t.cursor is None)
+    if firsts == 0:
+        return 0
+    room = QUERY_BUDGET - 2 * len(targets) - firsts  # each first page adds the recent connection itself
+    return max(0, min(RECENT_MAX, room // (REQUESTS_PER_READING * firsts)))
+
+
 @dataclass(frozen=True)
 class Target:
     """One repository's base the query reads (``cursor``: a later page of a base past 100 requests)."""
@@ -272,13 +299,17 @@ class Target:
     cursor: str | None = None
 
 
-def build_watch_query(targets: Sequence[Target]) -> tuple[str, dict[str, Any]]:
+def build_watch_query(targets: Sequence[Target], *, recent: int | None = None) -> tuple[str, dict[str, Any]]:
     """One document over every target: ``rN: repository(…) { …fingerprint, pullRequests(first: 100, …) }``.
 
-    No connection is nested under the requests (labels, reviews, commits each
-    would cost 100 requests a base): one connection per base, so the whole
-    query costs ``targets / 100`` points, at least 1. ``rateLimit`` is free.
+    No connection is nested under the listed requests (labels, reviews,
+    commits each would cost 100 requests a base): one connection per base.
+    Beside it, on a base's first page, ``recent``: its ``recent`` (default:
+    :func:`recent_size`) most recently updated requests read in full, which
+    the point has room for. The whole query costs one point while it holds
+    at most :data:`QUERY_BUDGET` requests. ``rateLimit`` is free.
     """
+    size = recent_size(targets) if recent is None else max(0, min(RECENT_MAX, recent))
     params = []
     fields = []
     variables: dict[str, Any] = {}
@@ -295,12 +326,21 @@ def build_watch_query(targets: Sequence[Target]) -> tuple[str, dict[str, Any]]:
             "      pageInfo { hasNextPage endCursor }\n"
             f"      nodes {{ {PR_FIELDS} }}\n"
             "    }\n"
-            "  }"
+            + (
+                f"    recent: pullRequests(first: {size}, states: OPEN, baseRefName: $b{i},\n"
+                "                         orderBy: {field: UPDATED_AT, direction: DESC}) {\n"
+                f"      nodes {{ ...{FRAGMENT_NAME} }}\n"
+                "    }\n"
+                if size and target.cursor is None else ""
+            )
+            + "  }"
         )
     text = (
         f"query SluiceWatch({', '.join(params)}) {{\n"
         "  rateLimit { cost limit remaining used resetAt }\n" + "\n".join(fields) + "\n}\n"
     )
+    if size and any(t.cursor is None for t in targets):
+        text += PR_FRAGMENT
     return text, variables
 
 
@@ -314,6 +354,8 @@ class TargetAnswer:
     fingerprint: tuple[Any, ...] | None = None
     next_cursor: str | None = None
     error: str | None = None
+    readings: dict[int, Request] = field(default_factory=dict)
+    """The base's most recently updated requests, read in full by the same query (number -> reading)."""
 
 
 def parse_watch_answer(payload: Any, targets: Sequence[Target]) -> list[TargetAnswer]:
@@ -346,10 +388,27 @@ def parse_watch_answer(payload: Any, targets: Sequence[Target]) -> list[TargetAn
             rollup = pr.get("statusCheckRollup")
             state = rollup.get("state") if isinstance(rollup, Mapping) else None
             answer.rollups[item.head_sha] = str(state) if state else None
+        answer.readings = _recent_readings(node.get("recent"))
         info = connection.get("pageInfo")
         if isinstance(info, Mapping) and info.get("hasNextPage") and isinstance(info.get("endCursor"), str):
             answer.next_cursor = info["endCursor"]
         out.append(answer)
+    return out
+
+
+def _recent_readings(connection: Any) -> dict[int, Request]:
+    """The full readings of a base's ``recent`` connection; a node that does not parse is left out
+    (its request is then read by the batched reading, as before)."""
+    nodes = connection.get("nodes") if isinstance(connection, Mapping) else None
+    out: dict[int, Request] = {}
+    for node in nodes if isinstance(nodes, list) else []:
+        if not isinstance(node, Mapping):
+            continue
+        try:
+            reading = reading_from_node(node)
+        except (MalformedNode, TypeError, ValueError, AttributeError):  # not a reading: read in the batch
+            continue
+        out[reading.number] = reading
     return out
 
 

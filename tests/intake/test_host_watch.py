@@ -253,7 +253,8 @@ def test_a_check_finishing_in_a_churning_repository_is_seen_through_the_rollup(h
     host.tick()
     entry = host.entries("o/r1")[n]
     assert entry.state == "blocked" and entry.failing == ("lint",)
-    assert len(gh.calls(since=mark, resource="graphql")) == 2  # the watch's query, the clone's reading
+    # the watch's query alone: it read its base's most recent requests in full, the failing one among them
+    assert len(gh.calls(since=mark, resource="graphql")) == 1
 
 
 def test_a_churning_repository_goes_back_to_rest_once_it_is_quiet(host_factory, github) -> None:
@@ -564,7 +565,34 @@ def test_what_moved_in_several_repositories_is_read_in_one_query_for_the_host(ho
     assert host.entries("o/r1")[1].state == "blocked" and host.entries("o/r3")[2].state == "blocked"
     assert host.entries("o/r4")[1].state == "ready"
     graphql = gh.calls(since=mark, resource="graphql")
-    assert len(graphql) == 2 and gh.counted(since=mark) == 2  # the watch's query, and one reading for all three
+    # the watch's query alone: each base's most recently updated requests come read in full with it
+    assert len(graphql) == 1 and gh.counted(since=mark) == 1
+
+
+def test_what_moved_beyond_the_querys_room_for_full_readings_is_read_in_one_batch(
+    host_factory, github, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a base has more moved requests than the watch's point has room to read in full (here 1),
+    the rest are read in one batched query for the whole host, as before."""
+    from git_sluice.intake import watch as w
+
+    monkeypatch.setattr(w, "RECENT_MAX", 1)
+    gh = github.gh
+    for repo in REPOS:
+        for i in range(2):
+            ready_pr(gh, repo, f"feat-{i}")
+    host = host_factory(light=False)
+    churn_into_graphql(host, gh, REPOS)
+    gh.review("o/r1", 1, "carol", "CHANGES_REQUESTED")
+    gh.review("o/r1", 2, "carol", "CHANGES_REQUESTED")
+    gh.review("o/r3", 2, "carol", "CHANGES_REQUESTED")
+    unrelated_activity(gh, REPOS, 9)
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert [host.entries("o/r1")[n].state for n in (1, 2)] == ["blocked", "blocked"]
+    assert host.entries("o/r3")[2].state == "blocked"
+    assert len(gh.calls(since=mark, resource="graphql")) == 2 and gh.counted(since=mark) == 2
 
 
 def test_a_push_round_leaves_the_new_heads_checks_baseline_to_the_watch(host_factory, github) -> None:
@@ -632,8 +660,8 @@ def test_a_pushed_head_shows_at_once_as_waiting_and_the_next_tick_reads_it_with_
 ) -> None:
     """A push of a request's head from this clone: the queue shows the new head at once (waiting: its
     checks have not run, its mergeability is not computed) with no call at all, and the watch's next
-    tick reads it in the one batched query for the host, beside what else moved — one point for both,
-    where the push's own reading used to cost a point of its own."""
+    tick reads it with what else moved — in its own query, which reads each base's most recently
+    updated requests in full: one point for both, where the push's own reading cost a point of its own."""
     gh = github.gh
     n = ready_pr(gh, "o/r1", "slow")
     other = pending_pr(gh, "o/r1", "other")
@@ -660,7 +688,7 @@ def test_a_pushed_head_shows_at_once_as_waiting_and_the_next_tick_reads_it_with_
     assert entries[n].head_sha == sha and entries[n].checks_state == "PENDING" and entries[n].pending == ()
     assert entries[other].state == "blocked"
     graphql = gh.calls(since=mark, resource="graphql")
-    assert len(graphql) == 2 and gh.counted(since=mark) == 2  # the watch's query, one reading for both
+    assert len(graphql) == 1 and gh.counted(since=mark) == 1  # the watch's query, which read both in full
     # a push the remote refused moves no remote-tracking ref: the head the watch shows stands, no call
     mark = gh.mark()
     git(session.repo.workdir, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty",

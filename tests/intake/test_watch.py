@@ -209,6 +209,42 @@ def test_thirteen_repositories_cost_one_point_by_githubs_formula_and_the_doubles
     assert price_only(text, variables).cost == 1
 
 
+@settings(deadline=None, max_examples=12)
+@given(st.integers(min_value=1, max_value=40), st.integers(min_value=0, max_value=40))
+def test_the_full_readings_of_the_recent_requests_never_cost_the_query_a_second_point(count: int, later: int) -> None:
+    """However many bases (and later pages), the recent readings take only the room the point has."""
+    targets = [w.Target(f"o/r{i}", "main") for i in range(count)]
+    targets += [w.Target(f"o/r{i}", "main", "Y3Vyc29yOjE=") for i in range(min(later, count))]
+    text, variables = w.build_watch_query(targets)
+    size = w.recent_size(targets)
+    assert_valid(text, variables)
+    assert query_cost(text, variables) == price_only(text, variables).cost
+    if count + min(later, count) <= 49:  # the watch alone fits one point: the readings must too
+        assert price_only(text, variables).cost == 1
+    if count <= 4 and later == 0:
+        assert size >= 8
+    assert (("recent:" in text) == (size > 0))
+
+
+def test_the_recent_requests_are_read_in_full_from_the_watchs_own_answer() -> None:
+    node = {"number": 7, "title": "t", "url": "u", "headRefName": "h", "headRefOid": "b" * 40, "baseRefName": "main",
+            "isDraft": False, "state": "OPEN", "merged": False, "mergeable": "MERGEABLE", "updatedAt": "u2",
+            "author": {"login": "al"}, "reviewDecision": "APPROVED", "labels": {"nodes": [{"name": "x"}]},
+            "latestOpinionatedReviews": {"nodes": []},
+            "commits": {"nodes": [{"commit": {"oid": "b" * 40, "statusCheckRollup": {"state": "FAILURE", "contexts": {
+                "nodes": [{"__typename": "CheckRun", "name": "ci", "status": "COMPLETED", "conclusion": "FAILURE"}]}}}}]}}
+    payload = {"data": {"r0": {
+        "pushedAt": None, "updatedAt": "x", "stargazerCount": 0, "forkCount": 0, "diskUsage": 1,
+        "openIssues": {"totalCount": 0},
+        "pullRequests": {"totalCount": 1, "pageInfo": {"hasNextPage": False, "endCursor": None}, "nodes": []},
+        "recent": {"nodes": [node, {"number": 8}, None, "garbage"]},
+    }}}
+    (answer,) = w.parse_watch_answer(payload, [w.Target("o/r", "main")])
+    assert list(answer.readings) == [7]
+    reading = answer.readings[7]
+    assert (reading.checks_state, reading.failing, reading.labels) == ("FAILURE", ("ci",), ("x",))
+
+
 @given(st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=4),
