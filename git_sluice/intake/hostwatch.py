@@ -24,7 +24,7 @@ round that finds no fresh answer runs its own round the old way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -358,14 +358,16 @@ class HostWatch:
         listed: dict[int, str] = {}
         for base in sorted(interest.bases):
             old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
-            kept = [p for p in (item_of(raw) for raw in (old or {}).get("items") or []) if p is not None]
-            items, fresh, same = self._list(repository, base, [p[0] for p in kept] if old is not None else None)
-            listed.update((i.number, i.updated_at) for i in items)
+            items, fresh, same = self._list(repository, base, old is not None and _from_rest(old))
             report.rest_lists += 1
+            if same and old is not None:
+                # a 304 on the first page: the list stands as last seen, its stored part too (not re-parsed)
+                record["bases"][base] = {**old, "asked_tick": tick}
+                listed.update(_listed_times(old))
+                continue
+            listed.update((i.number, i.updated_at) for i in items)
             answered_200 = answered_200 or fresh
-            # a REST list says every label; the list as last seen (a 304 on its first page) keeps what it knew
-            known = {p[0].number: p[1] for p in kept} if same else {i.number: True for i in items}
-            changed = _store_base(record, base, items, known, old, tick)
+            changed = _store_base(record, base, items, {i.number: True for i in items}, old, tick)  # REST: labels
             moved = moved or changed
         for head in sorted(interest.heads.values(), key=lambda h: (h.base, h.number)):
             if head.base not in interest.bases:
@@ -391,18 +393,20 @@ class HostWatch:
             record["active_tick"] = tick
 
     def _list(
-        self, repository: str, base: str, previous: list[Request] | None = None
+        self, repository: str, base: str, known: bool = False
     ) -> tuple[list[Request], bool, bool]:
         """The base's open requests, most recently updated first: (items, whether any page answered 200,
-        whether they are ``previous`` as they stand).
+        whether they stand as last seen — then ``items`` is empty: the caller keeps its own).
 
         Sorted by ``updated`` descending, the first page is a complete change
         detector: any request that moves (head, labels, review, draft, a new
         one) comes to its top, and a merge or a close changes the repository
         every item embeds (its ``pushed_at``, its open-issues count). So a 304
         on the first page means nothing moved on any page, and with the list
-        as last seen (``previous``) the other pages are not asked: 1 call a
-        tick for a base of 1,000 requests, not 10.
+        as last seen (``known``) the other pages are not asked: 1 call a
+        tick for a base of 1,000 requests, not 10. Its kept body is not even
+        decoded then (100 requests, each embedding its repository: the
+        largest part of a quiet tick's CPU).
         """
         owner, name = repository.split("/", 1)
         url: str | None = self._client.url_for(
@@ -416,11 +420,11 @@ class HostWatch:
         while url is not None and pages < 100:
             answer = self._client.get(url).raise_for_status()
             fresh = fresh or not answer.from_kept
+            if pages == 0 and answer.from_kept and known:
+                return [], False, True  # nothing moved anywhere: the list stands as last seen
             page = answer.json()
             if not isinstance(page, list):
                 raise ValueError(f"GitHub's list of pull requests is not a list ({url})")
-            if pages == 0 and answer.from_kept and previous is not None and answer.next_url() is not None:
-                return list(previous), False, True  # nothing moved anywhere: the list stands as last seen
             for item in (list_item(raw) for raw in page if isinstance(raw, dict)):
                 if item is not None and item.number not in seen:  # a request updated mid-walk shows twice
                     seen.add(item.number)
@@ -481,6 +485,8 @@ class HostWatch:
                 old = old_bases.get(base)
                 if not isinstance(part, dict) or part.get("asked_tick") != tick or not isinstance(old, dict):
                     continue
+                if part.get("changed_tick") != tick and not moved_heads:
+                    continue  # its list did not move this tick (no request did), nor any head's checks
                 before = {p[0].number: w.snapshot([p[0]])[p[0].number]
                           for p in (item_of(raw) for raw in old.get("items") or []) if p is not None}
                 numbers = []
@@ -638,6 +644,23 @@ def _store_base(
         "changed_tick": tick if changed or not isinstance(old_changed, int) else old_changed,
     }
     return changed
+
+
+def _from_rest(part: Mapping[str, Any]) -> bool:
+    """Whether a stored base part is a REST list's as it stands (every label known, no GraphQL inputs):
+    a 304 then stands for it whole. A part the GraphQL query wrote is rebuilt from the kept list instead,
+    so its inputs (mergeability moves no ETag) are not kept past the query that said them."""
+    items = part.get("items")
+    return isinstance(items, list) and all(
+        isinstance(raw, dict) and isinstance(raw.get("labels"), list) and raw.get("inputs") is None for raw in items
+    )
+
+
+def _listed_times(part: Mapping[str, Any]) -> Iterator[tuple[int, str]]:
+    """(number, ``updated_at``) of a stored base part's items, without building the requests."""
+    for raw in part.get("items") or []:
+        if isinstance(raw, dict) and isinstance(raw.get("number"), int) and not isinstance(raw["number"], bool):
+            yield raw["number"], str(raw.get("updated_at") or "")
 
 
 def _keep_labels(items: list[Request], old: Mapping[str, Any] | None) -> tuple[list[Request], dict[int, bool]]:

@@ -21,8 +21,8 @@ cases in ``docs/queue-json.md``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -205,15 +205,17 @@ class QueueDoc:
     withdrawn_by: str | None = None
 
 
-def to_document(doc: QueueDoc) -> dict[str, Any]:
+def to_document(doc: QueueDoc, *, encode: Callable[[Entry], EncodedEntry] | None = None) -> dict[str, Any]:
     """The public JSON (schema 1) of one branch's queue: entries sorted by number."""
+    if encode is None:
+        encode = Entry.to_json
     return {
         "schema": SCHEMA_VERSION,
         "repository": doc.repository,
         "branch": doc.branch,
         "holder": doc.holder,
         "read_at": rfc3339(doc.read_at) if doc.read_at is not None else None,
-        "entries": [doc.entries[n].to_json() for n in sorted(doc.entries)],
+        "entries": [encode(doc.entries[n]) for n in sorted(doc.entries)],
     }
 
 
@@ -270,6 +272,11 @@ class QueueStore:
 
     def load(self, branch: str) -> QueueDoc:
         """The branch's queue; empty when absent, and when corrupt (logged, re-read from GitHub)."""
+        path = self.path_for(branch)
+        raw = _read_bytes(path)
+        kept = _DOCS.get(path)
+        if raw is not None and kept is not None and kept[0] == raw:
+            return _copy(kept[1])
 
         def parse(data: Any) -> QueueDoc:
             doc = from_document(data)
@@ -277,16 +284,33 @@ class QueueStore:
                 raise ValueError(f"holds branch {doc.branch!r}")
             return doc
 
-        return load_json(self.path_for(branch), parse, lambda: QueueDoc(repository=None, branch=branch), what="queue")
+        doc = load_json(path, parse, lambda: QueueDoc(repository=None, branch=branch), what="queue")
+        if raw is not None and raw == _read_bytes(path):  # not replaced while it was read
+            _DOCS[path] = (raw, _copy(doc))
+        return doc
 
     def save(self, doc: QueueDoc) -> None:
         """Write the branch's queue atomically, then the ``heads`` file, under the queue lock."""
         self.queue_dir.mkdir(parents=True, exist_ok=True)
-        stored = to_document(doc)
+        path = self.path_for(doc.branch)
+        encoded = _ENCODED.get(path, {})
+        fresh: dict[int, tuple[Entry, EncodedEntry]] = {}
+
+        def encode(entry: Entry) -> EncodedEntry:
+            fresh[id(entry)] = (entry, _encoded(encoded, entry))
+            return fresh[id(entry)][1]
+
+        stored = to_document(doc, encode=encode)
         stored["withdrawn_by"] = doc.withdrawn_by
+        text = json.dumps(stored, separators=(",", ":")) + "\n"
         with held(file_lock(self._lock_path), busy="the queue lock"):
-            write_atomic(self.path_for(doc.branch), json.dumps(stored, separators=(",", ":")) + "\n")
+            write_atomic(path, text)
+            _DOCS[path] = (text.encode("utf-8"), _as_stored(doc))
             self._write_heads(doc)
+        _ENCODED[path] = fresh
+        _forget_old()
+
+
 
     def branches(self) -> list[str]:
         """Every branch with a stored queue, sorted."""
@@ -315,5 +339,60 @@ class QueueStore:
                 entry = doc.entries[number]
                 lines.append(f"{branch} {number} {entry.head_ref} {entry.head_sha}")
                 heads.append(entry.head_ref)
-        write_atomic(self.heads_path, "".join(line + "\n" for line in lines))
+        text = "".join(line + "\n" for line in lines)
+        if _read_bytes(self.heads_path) == text.encode("utf-8") and _MARKS_SYNCED.get(self.heads_path) == text:
+            return  # the heads file, and the head marks this process made from it, stand as they are
+        write_atomic(self.heads_path, text)
         sync_marks(self.sluice_dir, heads)
+        _MARKS_SYNCED[self.heads_path] = text
+
+
+# A long-running process (a driver over many ticks, in many clones) loads and saves the same queues
+# every tick: what it last read or wrote is kept per file, so an unchanged file is not parsed again,
+# an unchanged entry not encoded again, an unchanged heads file not rewritten. Compared by content,
+# not by times (a coarse file system's mtime cannot tell two writes in one second apart); entries are
+# frozen, so sharing them is safe.
+EncodedEntry = dict[str, object]
+"""An entry in its stored form (:meth:`Entry.to_json`)."""
+_DOCS: dict[Path, tuple[bytes, QueueDoc]] = {}
+_ENCODED: dict[Path, dict[int, tuple[Entry, EncodedEntry]]] = {}
+_MARKS_SYNCED: dict[Path, str] = {}
+_KEPT_FILES = 64
+
+
+def _encoded(kept: Mapping[int, tuple[Entry, EncodedEntry]], entry: Entry) -> EncodedEntry:
+    found = kept.get(id(entry))
+    return found[1] if found is not None and found[0] is entry else entry.to_json()
+
+
+def _forget_old() -> None:
+    for table in (_DOCS, _ENCODED, _MARKS_SYNCED):
+        while len(table) > _KEPT_FILES:
+            table.pop(next(iter(table)))  # type: ignore[attr-defined]
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _as_stored(doc: QueueDoc) -> QueueDoc:
+    """The queue exactly as loading its file gives it back: what a reading adds beyond the stored
+    fields at its defaults, and the times at the whole seconds the file keeps."""
+    def stored(e: Entry) -> Entry:
+        if (e.pending, e.url, e.reviews, e.github_state) == ((), "", (), "OPEN") and e.read_at == int(e.read_at) \
+                and e.taken_in_at == int(e.taken_in_at):
+            return e
+        return replace(e, pending=(), url="", reviews=(), github_state="OPEN",
+                       read_at=float(int(e.read_at)), taken_in_at=float(int(e.taken_in_at)))
+    return QueueDoc(repository=doc.repository, branch=doc.branch, holder=doc.holder,
+                    read_at=float(int(doc.read_at)) if doc.read_at is not None else None,
+                    entries={n: stored(e) for n, e in doc.entries.items()}, withdrawn_by=doc.withdrawn_by)
+
+
+def _copy(doc: QueueDoc) -> QueueDoc:
+    """A queue the caller may change (its entries are frozen; the mapping is not)."""
+    return QueueDoc(repository=doc.repository, branch=doc.branch, holder=doc.holder, read_at=doc.read_at,
+                    entries=dict(doc.entries), withdrawn_by=doc.withdrawn_by)

@@ -730,3 +730,36 @@ def test_a_long_quiet_list_costs_its_first_page_only_and_any_move_is_still_seen(
     host.next_tick()
     host.tick()
     assert numbers[1] not in host.entries("o/r1") and len(host.entries("o/r1")) == 249
+
+
+def test_a_quiet_list_keeps_its_stored_part_whole_and_a_graphql_part_is_rebuilt() -> None:
+    """A 304 on the first page stands for the stored part as the last REST list wrote it — not decoded,
+    not re-parsed; a part the GraphQL query wrote (its inputs: mergeability moves no ETag) is not."""
+    from git_sluice.intake.hostwatch import _from_rest, _listed_times
+
+    rest = {"items": [{"number": 1, "updated_at": "u1", "labels": ["x"], "inputs": None},
+                      {"number": 2, "updated_at": "u2", "labels": [], "inputs": None}]}
+    assert _from_rest(rest) and list(_listed_times(rest)) == [(1, "u1"), (2, "u2")]
+    graphql = {"items": [{"number": 1, "updated_at": "u1", "labels": None, "inputs": ["APPROVED", None, "MERGEABLE"]}]}
+    assert not _from_rest(graphql)
+    assert not _from_rest({"items": "garbage"}) and list(_listed_times({"items": [{"number": True}, "x"]})) == []
+
+
+def test_quiet_ticks_leave_the_stored_list_as_it_was(host_factory, github) -> None:
+    gh = github.gh
+    for i in range(3):
+        ready_pr(gh, "o/r1", f"feat-{i}")
+    gh.add_label("o/r1", 1, "urgent")
+    host = host_factory(("o/r1",))
+    host.tick()
+    host.next_tick()
+    host.tick()
+    before = answers(host)["repos"]["o/r1"]["bases"]["main"]
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    after = answers(host)["repos"]["o/r1"]["bases"]["main"]
+    assert [c.status for c in gh.calls(since=mark, path=r"/pulls\?")] == [304]
+    assert after["items"] == before["items"] and after["changed_tick"] == before["changed_tick"]
+    assert after["asked_tick"] == before["asked_tick"] + 1
+    assert host.entries("o/r1")[1].labels == ("urgent",)

@@ -313,3 +313,33 @@ def test_concurrent_saves_leave_whole_files(tmp_path: Path) -> None:
         assert len(store.load(branch).entries) == 15
     assert len((tmp_path / "heads").read_text().splitlines()) == 45
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_queue_kept_in_memory_loads_exactly_as_its_file_does(tmp_path: Path) -> None:
+    """A driver keeps what it last wrote or read; what it loads from there must be what parsing the
+    file gives — what a reading adds beyond the stored fields at its defaults, times at whole seconds
+    — and a file another process replaced is read again."""
+    store = QueueStore(tmp_path / "sluice")
+    read = replace_entry(make_entry(1), pending=("ci",), url="https://x/1", reviews=(("bob", "APPROVED"),),
+                         read_at=T0 + 0.75, taken_in_at=T0 + 0.25)
+    doc = QueueDoc("octo/widgets", "main", "build-7", T0 + 0.5, {1: read, 2: make_entry(2)})
+    store.save(doc)
+    path = store.path_for("main")
+    from_file = from_document(json.loads(path.read_text()))
+    assert store.load("main") == from_file
+    assert QueueStore(tmp_path / "sluice").load("main") == from_file  # another store in the same process too
+    # another process replaces the file: its content, not the kept one
+    other = from_document(json.loads(path.read_text()))
+    other.entries = {3: make_entry(3)}
+    path.write_text(json.dumps(to_document(other)) + "\n")
+    assert sorted(store.load("main").entries) == [3]
+    # a caller changing what it loaded changes nothing kept
+    loaded = store.load("main")
+    loaded.entries.clear()
+    assert sorted(store.load("main").entries) == [3]
+
+
+def replace_entry(entry: Entry, **changes: Any) -> Entry:
+    from dataclasses import replace
+
+    return replace(entry, **changes)
