@@ -1,9 +1,10 @@
-"""``status``, ``queue`` and ``_hook-round`` without click: what is polled most starts fastest (issue 15).
+"""``status``, ``queue``, ``intake`` and ``_hook-round`` without click: what is polled most starts fastest (issue 15).
 
 A dashboard polls ``git sluice queue --json`` every minute per repository,
 and every hook that concerns git-sluice starts ``_hook-round``; importing
 click and the whole command tree cost each of them more than their own work.
-:func:`dispatch` runs the plain spellings of these three commands directly;
+:func:`dispatch` runs the plain spellings of these commands directly (``intake``
+without ``-b``, whose "no such branch" is click's usage error);
 anything else — ``--help``, an unknown or attached option, a value that
 looks like an option, shell completion, a misconfigured (ASCII) output
 stream — returns None, and :mod:`git_sluice.cli` (click) handles it, so help
@@ -39,6 +40,8 @@ def parse(argv: Sequence[str]) -> Parsed | None:
         return _queue(rest)
     if command == "_hook-round":
         return _hook_round(rest)
+    if command == "intake":
+        return _intake(rest)
     return None
 
 
@@ -70,6 +73,24 @@ def _queue(rest: list[str]) -> Parsed | None:
     if found is None:
         return None
     return "queue", {"branches": tuple(found.get("branch", ())), "as_json": "json" in found}
+
+
+def _intake(rest: list[str]) -> Parsed | None:
+    """``intake`` without ``-b`` (a branch that is no branch is click's to report) and with a plain timeout."""
+    found = _values(rest, {"--timeout": "timeout"}, {"--wait": "wait", "--json": "json", "-v": "verbose",
+                                                     "--verbose": "verbose"})
+    if found is None:
+        return None
+    timeout = None
+    if "timeout" in found:
+        from ..durations import parse_duration
+
+        try:
+            timeout = parse_duration(found["timeout"][-1])  # click: the last of a repeated option wins
+        except ValueError:
+            return None  # click's words for a bad duration
+    return "intake", {"wait": "wait" in found, "timeout": timeout, "as_json": "json" in found,
+                      "verbose": "verbose" in found}
 
 
 def _hook_round(rest: list[str]) -> Parsed | None:
@@ -122,6 +143,12 @@ def dispatch(argv: Sequence[str]) -> int | None:
             from ..commands import hookrun
 
             hookrun.main(options["wait_pid"], options["inbox"])  # type: ignore[arg-type]
+    elif command == "intake":
+        def run() -> None:
+            from .intake_run import run_intake
+
+            run_intake((), bool(options["wait"]), options["timeout"], bool(options["as_json"]),  # type: ignore[arg-type]
+                       bool(options["verbose"]), echo)
     else:
         def run() -> None:
             from .views import show_queue, show_status

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Callable, Mapping, Protocol
 from urllib.parse import urlsplit
 
-import filelock
 import httpx
 
 from ..clock import Clock
@@ -204,6 +203,8 @@ class UserPoolResolver:
     def _remember(self, digest: str, pid: str) -> None:
         """Read-modify-write under a file lock, through a temporary file no other writer shares."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        import filelock  # here, not at the top: its import (~20 ms, asyncio with it) is paid only by a writer
+
         with filelock.FileLock(str(self.path) + ".lock", timeout=30):
             data = self._load()
             data[digest] = pid
