@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import codecs
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 
-_ANSI = re.compile(r"\033\[[0-?]*[ -/]*[@-~]")  # click's own pattern (click._compat._ansi_re)
-_DIGITS = re.compile(r"[0-9]+")
+_ANSI = r"\033\[[0-?]*[ -/]*[@-~]"  # click's own pattern (click._compat._ansi_re), compiled only for text with an ESC
 
 Parsed = tuple[str, dict[str, object]]
 
@@ -98,7 +96,7 @@ def _hook_round(rest: list[str]) -> Parsed | None:
     if found is None:
         return None
     pid = found.get("wait_pid", [None])[-1]  # click: the last of a repeated option wins
-    if pid is not None and not _DIGITS.fullmatch(pid):
+    if pid is not None and not (pid.isascii() and pid.isdigit()):
         return None  # click's int conversion, and its error, for anything but plain digits
     return "_hook-round", {"wait_pid": int(pid) if pid is not None else None,
                            "inbox": found.get("inbox", [None])[-1]}
@@ -123,8 +121,10 @@ def echo(text: str, *, err: bool = False) -> None:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
-    if not tty:
-        out = _ANSI.sub("", out)
+    if not tty and "\033" in out:
+        import re
+
+        out = re.sub(_ANSI, "", out)
     stream.write(out)
     stream.flush()
 
