@@ -238,8 +238,10 @@ class Activity:
 
     # -- the initial state ---------------------------------------------------------
     def populate(self, repo: str, count: int, *, seed: int, drafts: float = 0.1, approved: float = 0.3) -> None:
-        """``count`` open requests: CI finished, mergeability known, some approved, a few drafts."""
+        """``count`` open requests: CI finished (an hour to a day ago), mergeability known, some approved,
+        a few drafts."""
         rng = random.Random(seed)
+        ages = random.Random(seed ^ 0x5EED)  # its own stream: the rest of the world is drawn as before
         for _ in range(count):
             self._branch_seq += 1
             head = f"feat-{self._branch_seq}"
@@ -247,8 +249,11 @@ class Activity:
             draft = rng.random() < drafts
             number = self.gh.open_pr(repo, head_ref=head, title=f"Change {self._branch_seq}",
                                      author=rng.choice(("alice", "bob")), draft=draft, head_sha=sha)
+            # CI ran before the scenario starts: between an hour and a day ago, as for the open requests
+            # a fleet meets when it starts (a check that failed a minute ago is a change, not a state)
             self.gh.add_check_run(repo, sha, CHECK, status="completed",
-                                  conclusion="success" if rng.random() < 0.85 else "failure")
+                                  conclusion="success" if rng.random() < 0.85 else "failure",
+                                  finished_ago=ages.randint(3_600, 86_400))
             self.gh.set_mergeable(repo, number, "MERGEABLE")
             if not draft and rng.random() < approved:
                 self.gh.review(repo, number, rng.choice(REVIEWERS), "APPROVED")

@@ -160,7 +160,7 @@ compressed, not the intervals.
 
 **Activity model** (`contrib/bench/fleet_activity.py`, seeded, the same for
 git-sluice and every baseline): each repository starts with its open requests
-CI-finished (85 % green), mergeability known, 30 % approved, 10 % drafts.
+CI-finished an hour to a day before (85 % green), mergeability known, 30 % approved, 10 % drafts.
 Requests are opened, pushed to, reviewed (75 % approvals) and merged as
 Poisson arrivals at the rates in each scenario's title. Where a title says
 so, unrelated activity runs beside it on every repository from the start of

@@ -48,6 +48,7 @@ def intake_for(session: Session, *, role: str = "step") -> tuple[Intake, LeaseKe
         lease_reader=keeper.read,
         branch_rev=branch_rev,
         watch=watch,
+        head_rev=lambda head: session.repo.ref(f"refs/remotes/{settings.remote}/{head}"),
     )
     return intake, keeper
 

@@ -216,8 +216,13 @@ class GitHubDouble:
         name: str,
         status: str = "completed",
         conclusion: str | None = "success",
+        *,
+        finished_ago: int = 0,
     ) -> int:
-        """A check run on a commit; replaces an earlier run of that name. Does NOT move updated_at."""
+        """A check run on a commit; replaces an earlier run of that name. Does NOT move updated_at.
+
+        ``finished_ago``: a completed run finished that many seconds before now (a world set up with
+        requests whose CI ran before the scenario starts, as open requests' CI did on GitHub)."""
         if status not in CHECK_STATUSES:
             raise DoubleError(f"check run status {status!r}: expected one of {', '.join(CHECK_STATUSES)}")
         if status == "completed" and conclusion not in CHECK_CONCLUSIONS:
@@ -233,8 +238,8 @@ class GitHubDouble:
                 head_sha=sha,
                 status=status,
                 conclusion=conclusion if status == "completed" else None,
-                started_at=earlier.started_at if earlier else now,
-                completed_at=now if status == "completed" else None,
+                started_at=earlier.started_at if earlier else now - max(0, finished_ago),
+                completed_at=now - max(0, finished_ago) if status == "completed" else None,
                 changed_at=now,
             )
             runs[name] = run

@@ -330,8 +330,11 @@ class ParseResult:
         )
 
 
-class _Missing(Exception):
+class MalformedNode(Exception):
     """A field the reading needs is absent or null."""
+
+
+_Missing = MalformedNode
 
 
 _REQUIRED = ("number", "title", "headRefName", "headRefOid", "baseRefName", "isDraft", "state", "updatedAt")

@@ -317,10 +317,11 @@ class HostWatch:
             except (SluiceError, ValueError) as exc:
                 report.errors[repository] = str(exc)
                 log.info("host watch: %s: %s", repository, exc)
+        recent: dict[str, dict[int, Request]] = {}
         if graphql_repos:
             try:
-                self._graphql_repos(graphql_repos, interests, new_repos, heads_doc, new_heads, tick, now,
-                                    interval, report)
+                recent = self._graphql_repos(graphql_repos, interests, new_repos, heads_doc, new_heads, tick, now,
+                                             interval, report)
             except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
                 raise
             except (SluiceError, ValueError) as exc:
@@ -328,7 +329,7 @@ class HostWatch:
                     report.errors[repository] = str(exc)
                 log.info("host watch: the GraphQL query failed: %s", exc)
         try:
-            self._read_moved(repos_doc, new_repos, new_heads, tick, report)
+            self._read_moved(repos_doc, new_repos, new_heads, tick, report, recent)
         except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
             raise
         except (SluiceError, ValueError) as exc:  # the clones read for themselves, as before the watch
@@ -443,18 +444,20 @@ class HostWatch:
             if learn or record.get("uses_statuses") is None:
                 record["uses_statuses"] = w.uses_statuses(status_json)
                 record["statuses_at"] = now
-        state = w.rest_rollup(runs.json(), status_json)
+        runs_json = runs.json()
+        state = w.rest_rollup(runs_json, status_json)
         if rec.seen:
             moved = (not runs.from_kept) or state != rec.state
         else:
             moved = w.first_look_moved(head.checks_state, state)
+        finished = w.finished_at(runs_json)
         return w.after_head(rec, state=state, moved=moved, tick=tick, now=now, interval=interval,
-                            updated_at=head.updated_at)
+                            updated_at=head.updated_at, failed_for=None if finished is None else now - finished)
 
     # -- the batched reading ------------------------------------------------
     def _read_moved(
         self, repos_doc: Mapping[str, Any], new_repos: dict[str, Any], new_heads: Mapping[str, Any], tick: int,
-        report: TickReport,
+        report: TickReport, recent: Mapping[str, Mapping[int, Request]] | None = None,
     ) -> None:
         """ONE GraphQL read, for the whole host, of what moved in this tick; kept with the tick's answers.
 
@@ -494,11 +497,29 @@ class HostWatch:
                         numbers.append(item.number)
                 if numbers:
                     wanted.setdefault(repository, {})[base] = numbers
-        flat = {repo: sorted({n for ns in bases.values() for n in ns}) for repo, bases in wanted.items()}
-        if not flat or sum(len(v) for v in flat.values()) > MAX_BATCH_READ:
-            return  # nothing moved; or too much at once (a first tick after a long stop): the clones read
+        # what the watch's own query already read in full (a base's most recently updated requests)
         readings: dict[str, dict[int, Request]] = {}
-        for text, variables, repos in gq.build_host_read(flat):
+        for repository, bases in wanted.items():
+            mine = (recent or {}).get(repository) or {}
+            for base, numbers in bases.items():
+                part = new_repos[repository]["bases"][base]
+                listed = {found[0].number: found[0] for found in (item_of(raw) for raw in part.get("items") or [])
+                          if found is not None}
+                for n in numbers:
+                    got, now_listed = mine.get(n), listed.get(n)
+                    if got is not None and now_listed is not None and (got.head_sha, got.updated_at) == (
+                        now_listed.head_sha, now_listed.updated_at
+                    ):
+                        readings.setdefault(repository, {})[n] = got
+        flat = {
+            repo: ns for repo, ns in (
+                (repo, sorted({n for ns in bases.values() for n in ns} - set(readings.get(repo, {}))))
+                for repo, bases in wanted.items()
+            ) if ns
+        }
+        if sum(len(v) for v in flat.values()) > MAX_BATCH_READ:
+            flat = {}  # too much at once (a first tick after a long stop): the clones read
+        for text, variables, repos in gq.build_host_read(flat) if flat else ():
             payload = self._client.graphql(text, variables)
             report.graphql_queries += 1
             for repo, result in gq.parse_host_read(payload, repos, flat).items():
@@ -516,7 +537,9 @@ class HostWatch:
         self, repositories: list[str], interests: Mapping[str, RepoInterest], new_repos: dict[str, Any],
         heads_doc: Mapping[str, Any], new_heads: dict[str, Any], tick: int, now: float, interval: float,
         report: TickReport,
-    ) -> None:
+    ) -> dict[str, dict[int, Request]]:
+        """The one GraphQL query over every busy repository; returns the full readings it carried
+        (per repository, its bases' most recently updated requests)."""
         targets = [w.Target(r, b) for r in repositories for b in sorted(interests[r].bases)]
         gathered: dict[tuple[str, str], w.TargetAnswer] = {}
         pending = targets
@@ -535,6 +558,7 @@ class HostWatch:
                 acc.fingerprint = acc.fingerprint or part.fingerprint
                 acc.items.extend(part.items)
                 acc.rollups.update(part.rollups)
+                acc.readings.update(part.readings)
                 if part.next_cursor is not None:
                     following.append(w.Target(target.repository, target.base, part.next_cursor))
             pending = following
@@ -576,6 +600,11 @@ class HostWatch:
                     rec, state=state, moved=moved, tick=tick, now=now, interval=interval, updated_at=head.updated_at
                 ))
                 report.heads_asked += 1
+        recent: dict[str, dict[int, Request]] = {}
+        for (repository, _base), answer in gathered.items():
+            if answer.error is None and answer.readings:
+                recent.setdefault(repository, {}).update(answer.readings)
+        return recent
 
 
 # ----------------------------------------------------------------- helpers

@@ -69,6 +69,7 @@ class Intake:
         lease_reader: LeaseReader,
         branch_rev: Callable[[str], str | None],
         watch: HostWatch | None = None,
+        head_rev: Callable[[str], str | None] | None = None,
     ) -> None:
         self.sluice_dir = Path(sluice_dir)
         self.owner, self.name = repository.split("/", 1)
@@ -84,6 +85,9 @@ class Intake:
         self.rounds = RoundsLog(self.sluice_dir)
         self.watch = watch
         """The host watch (None: this clone asks for itself, the old way)."""
+        self.head_rev = head_rev
+        """A request head branch as this clone's last push or fetch left it on the remote (its
+        remote-tracking ref); None: unknown, and a push's round reads the pushed requests instead."""
         self._guarding: str | None = None
 
     # -- the round ---------------------------------------------------------
@@ -263,9 +267,15 @@ class Intake:
     ) -> None:
         doc = self.queue.load(branch)
         items: list[Any]
+        pushed: dict[int, Entry] = {}
         if watched is not None:
-            # a request whose head this clone just pushed is read whatever the watch's list says of it
-            items = [replace(i, updated_at="") if i.number in forced else i for i in _with_labels(watched, doc.entries)]
+            pushed, forced = self._pushed_entries(watched, forced, doc.entries)
+            # a request whose head this clone just pushed, where the push's own record cannot say what
+            # moved, is read whatever the watch's list says of it
+            items = [
+                replace(i, updated_at="") if i.number in forced and i.number not in pushed else i
+                for i in _with_labels(watched, doc.entries)
+            ]
         else:
             items = self._list(branch, wait=wait, deadline=deadline)
         report.open = len(items)
@@ -280,7 +290,7 @@ class Intake:
                 number for number in plan.to_check
                 if self.checks_moved(doc.entries[number].head_sha, wait=wait, deadline=deadline)
             ]
-        to_read = set(plan.query_numbers(checked))
+        to_read = set(plan.query_numbers(checked)) - set(pushed)
         settled = _settled_by_watch(plan, sorted(to_read), doc.entries, watched, self.clock.time()) if watched else {}
         to_read -= set(settled)
         from_watch: dict[int, Any] = {}
@@ -316,6 +326,8 @@ class Intake:
                     report.skipped.setdefault(number, f"{reading.github_state.lower()} or retargeted since the list")
                     continue
                 entry = entry_from_reading(reading, previous=previous, now=now, checks_expected=expected)
+            elif number in pushed:
+                entry = pushed[number]
             elif number in settled:
                 entry = settled[number]
             elif number in plan.drafts:
@@ -353,6 +365,55 @@ class Intake:
                 self.watch.record(branch, entries)
             except Exception as exc:  # the watch is an optimisation: its registry failing costs it, not the round
                 log.warning("could not tell the host watch what this clone waits on: %s", exc)
+
+    def _pushed_entries(
+        self, watched: BaseView, forced: frozenset[int], entries: dict[int, Entry]
+    ) -> tuple[dict[int, Entry], frozenset[int]]:
+        """The requests whose heads this clone's push moved, as the push itself says they stand, and
+        those still to read at once.
+
+        A push of a request's head is a fact this host holds before GitHub
+        says it: the remote-tracking ref the push moved names the new head,
+        whose checks have not run yet and whose mergeability GitHub has yet
+        to compute. The queue shows that at once — the new head, waiting —
+        and the host watch's next tick, which sees the request move, reads it
+        in its one batched query for the host instead of a query of its own
+        now (a point per push). Where the ref says nothing new (the push was
+        refused, or went elsewhere), or the request was never queued, the old
+        way: it is read now. A head the watch's list already shows needs no
+        forcing: its tick's batched reading serves.
+        """
+        if self.head_rev is None or not forced:
+            return {}, forced
+        now = self.clock.time()
+        expected = checks_expected(entries.values())
+        out: dict[int, Entry] = {}
+        still = set(forced)
+        for item in watched.items:
+            previous = entries.get(item.number)
+            if item.number not in forced or previous is None or previous.draft or item.draft:
+                continue
+            try:
+                sha = self.head_rev(item.head_ref)
+            except Exception as exc:  # an unreadable ref: read the request instead
+                log.debug("%s: the pushed head %s could not be read (%s)", self.repository, item.head_ref, exc)
+                continue
+            if not sha:
+                continue
+            if sha == item.head_sha:  # the watch already saw this push
+                still.discard(item.number)
+            elif sha == previous.head_sha:  # queued as pushed by an earlier round of this push
+                still.discard(item.number)
+                out[item.number] = previous
+            else:
+                state = derive_state(previous.draft, previous.review_decision, None, "UNKNOWN",
+                                     checks_expected=expected)
+                still.discard(item.number)
+                out[item.number] = replace(
+                    previous, head_sha=sha, checks_state=None, failing=(), pending=(), mergeable="UNKNOWN",
+                    state=state,
+                )
+        return out, frozenset(still)
 
     def _list(self, branch: str, *, wait: bool, deadline: float | None) -> list[dict[str, Any]]:
         """Every page of the open requests on ``branch``, each page conditional."""

@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..clock import parse_rfc3339
+from .graphql import FRAGMENT_NAME, PR_FRAGMENT, MalformedNode, reading_from_node
 from .request import Request
 
 QUIET_TICKS = 5
@@ -144,27 +146,66 @@ def head_due(record: HeadRecord, *, now: float, updated_at: str) -> bool:
 
 
 def after_head(
-    record: HeadRecord, *, state: str | None, moved: bool, tick: int, now: float, interval: float, updated_at: str
+    record: HeadRecord, *, state: str | None, moved: bool, tick: int, now: float, interval: float, updated_at: str,
+    failed_for: float | None = None,
 ) -> HeadRecord:
     """The head's record after it was asked: ``moved`` (its checks changed) or not.
 
     A failed head that stays failed waits ``interval × 2^streak`` (at most
     :data:`FAILED_BACKOFF_MAX`) before it is asked again; anything else is
-    asked at every tick.
+    asked at every tick. ``failed_for`` — how long ago its checks finished, by
+    the check runs' own ``completed_at`` — places a failure this host sees for
+    the first time (a process started, a head newly waited on) where its
+    doubling would stand had it been watched since it failed: an hour-old
+    failure is asked every 15 minutes from the first look, not 1, 2, 4, 8
+    minutes later again. A move of its request asks at once and starts the
+    doubling again from the interval, as before.
     """
     request_moved = bool(updated_at and record.updated_at and updated_at != record.updated_at)
     failed = state in FAILED_STATES
+    streak = 0
+    wait = 0.0
     if failed and not moved and not request_moved and record.seen:
         streak = record.streak + 1
-        wait = min(FAILED_BACKOFF_MAX, interval * (2**streak))
-        next_at = now + wait
-    else:
-        streak = 0
-        next_at = 0.0
+        wait = interval * (2**streak)
+    elif failed and not record.seen and interval > 0:
+        wait = failure_age(failed_for)
+        while interval * (2**streak) < wait and streak < 32:  # the doubling that has reached its age
+            streak += 1
+        if wait < interval:
+            streak = 0
+    wait = min(FAILED_BACKOFF_MAX, wait)
+    next_at = now + wait if wait >= interval else 0.0
     return HeadRecord(
         state=state, seen=True, changed_tick=tick if moved else record.changed_tick, streak=streak,
         next_at=next_at, updated_at=updated_at or record.updated_at,
     )
+
+
+def failure_age(failed_for: float | None) -> float:
+    """The age of a failure, bounded to [0, :data:`FAILED_BACKOFF_MAX`]: it comes from GitHub's
+    ``completed_at`` read against this host's clock, so a skewed clock or a time in the future can
+    shift one head's probe interval within its bounds, never stop it being asked."""
+    if failed_for is None or failed_for != failed_for or failed_for <= 0:  # None, NaN, the future
+        return 0.0
+    return min(FAILED_BACKOFF_MAX, float(failed_for))
+
+
+def finished_at(check_runs: Any) -> float | None:
+    """When the newest completed check run of a REST ``check-runs`` answer finished (None: none did,
+    or no time could be read)."""
+    runs = check_runs.get("check_runs") if isinstance(check_runs, Mapping) else None
+    newest: float | None = None
+    for run in runs if isinstance(runs, list) else []:
+        text = run.get("completed_at") if isinstance(run, Mapping) else None
+        if not isinstance(text, str) or not text:
+            continue
+        try:
+            when = parse_rfc3339(text)
+        except (ValueError, OverflowError):
+            continue
+        newest = when if newest is None else max(newest, when)
+    return newest
 
 
 def first_look_moved(registered: str | None, observed: str | None) -> bool:
@@ -223,6 +264,32 @@ mergeability (it moves no ``updated_at``), read them here instead of paying a re
 FINGERPRINT = "pushedAt updatedAt stargazerCount forkCount diskUsage openIssues: issues(first: 1, states: OPEN) { totalCount }"
 
 
+RECENT_MAX = 10
+"""At most this many most recently updated requests of a base are read in full by the watch's query."""
+QUERY_BUDGET = 149
+"""Requests one query holds for one point (GitHub: requests / 100, rounded half up, at least 1)."""
+REQUESTS_PER_READING = 4
+"""The connections a full reading nests per request (labels, reviews, the last commit, its contexts)."""
+
+
+def recent_size(targets: Sequence[Target]) -> int:
+    """How many of each base's most recently updated requests the query can read in full and stay one point.
+
+    A request that moves (a review, a push, a label, a new one) comes to the
+    top of its base by ``updatedAt``: read in full in the same query, it
+    needs no batched reading after the tick — the reading that used to cost
+    the host a second point in every tick in which anything moved. The size
+    is what the point has room for beside the watch's own requests (2 a
+    target: the list and the open-issues count): 8 a base at 4 bases, 2 at
+    13, none past ~37 (the query then costs more than one point anyway).
+    """
+    firsts = sum(1 for t in targets if t.cursor is None)
+    if firsts == 0:
+        return 0
+    room = QUERY_BUDGET - 2 * len(targets) - firsts  # each first page adds the recent connection itself
+    return max(0, min(RECENT_MAX, room // (REQUESTS_PER_READING * firsts)))
+
+
 @dataclass(frozen=True)
 class Target:
     """One repository's base the query reads (``cursor``: a later page of a base past 100 requests)."""
@@ -232,13 +299,17 @@ class Target:
     cursor: str | None = None
 
 
-def build_watch_query(targets: Sequence[Target]) -> tuple[str, dict[str, Any]]:
+def build_watch_query(targets: Sequence[Target], *, recent: int | None = None) -> tuple[str, dict[str, Any]]:
     """One document over every target: ``rN: repository(…) { …fingerprint, pullRequests(first: 100, …) }``.
 
-    No connection is nested under the requests (labels, reviews, commits each
-    would cost 100 requests a base): one connection per base, so the whole
-    query costs ``targets / 100`` points, at least 1. ``rateLimit`` is free.
+    No connection is nested under the listed requests (labels, reviews,
+    commits each would cost 100 requests a base): one connection per base.
+    Beside it, on a base's first page, ``recent``: its ``recent`` (default:
+    :func:`recent_size`) most recently updated requests read in full, which
+    the point has room for. The whole query costs one point while it holds
+    at most :data:`QUERY_BUDGET` requests. ``rateLimit`` is free.
     """
+    size = recent_size(targets) if recent is None else max(0, min(RECENT_MAX, recent))
     params = []
     fields = []
     variables: dict[str, Any] = {}
@@ -255,12 +326,21 @@ def build_watch_query(targets: Sequence[Target]) -> tuple[str, dict[str, Any]]:
             "      pageInfo { hasNextPage endCursor }\n"
             f"      nodes {{ {PR_FIELDS} }}\n"
             "    }\n"
-            "  }"
+            + (
+                f"    recent: pullRequests(first: {size}, states: OPEN, baseRefName: $b{i},\n"
+                "                         orderBy: {field: UPDATED_AT, direction: DESC}) {\n"
+                f"      nodes {{ ...{FRAGMENT_NAME} }}\n"
+                "    }\n"
+                if size and target.cursor is None else ""
+            )
+            + "  }"
         )
     text = (
         f"query SluiceWatch({', '.join(params)}) {{\n"
         "  rateLimit { cost limit remaining used resetAt }\n" + "\n".join(fields) + "\n}\n"
     )
+    if size and any(t.cursor is None for t in targets):
+        text += PR_FRAGMENT
     return text, variables
 
 
@@ -274,6 +354,8 @@ class TargetAnswer:
     fingerprint: tuple[Any, ...] | None = None
     next_cursor: str | None = None
     error: str | None = None
+    readings: dict[int, Request] = field(default_factory=dict)
+    """The base's most recently updated requests, read in full by the same query (number -> reading)."""
 
 
 def parse_watch_answer(payload: Any, targets: Sequence[Target]) -> list[TargetAnswer]:
@@ -306,10 +388,27 @@ def parse_watch_answer(payload: Any, targets: Sequence[Target]) -> list[TargetAn
             rollup = pr.get("statusCheckRollup")
             state = rollup.get("state") if isinstance(rollup, Mapping) else None
             answer.rollups[item.head_sha] = str(state) if state else None
+        answer.readings = _recent_readings(node.get("recent"))
         info = connection.get("pageInfo")
         if isinstance(info, Mapping) and info.get("hasNextPage") and isinstance(info.get("endCursor"), str):
             answer.next_cursor = info["endCursor"]
         out.append(answer)
+    return out
+
+
+def _recent_readings(connection: Any) -> dict[int, Request]:
+    """The full readings of a base's ``recent`` connection; a node that does not parse is left out
+    (its request is then read by the batched reading, as before)."""
+    nodes = connection.get("nodes") if isinstance(connection, Mapping) else None
+    out: dict[int, Request] = {}
+    for node in nodes if isinstance(nodes, list) else []:
+        if not isinstance(node, Mapping):
+            continue
+        try:
+            reading = reading_from_node(node)
+        except (MalformedNode, TypeError, ValueError, AttributeError):  # not a reading: read in the batch
+            continue
+        out[reading.number] = reading
     return out
 
 

@@ -40,11 +40,12 @@ def pending_pr(gh, repo: str, head: str) -> int:
     return n
 
 
-def failing_pr(gh, repo: str, head: str) -> int:
+def failing_pr(gh, repo: str, head: str, *, finished_ago: int = 0) -> int:
     n = gh.open_pr(repo, head_ref=head)
     gh.review(repo, n, "bob", "APPROVED")
     gh.set_mergeable(repo, n, "MERGEABLE")
-    gh.add_check_run(repo, gh.pr(repo, n).head_sha, "ci", status="completed", conclusion="failure")
+    gh.add_check_run(repo, gh.pr(repo, n).head_sha, "ci", status="completed", conclusion="failure",
+                     finished_ago=finished_ago)
     return n
 
 
@@ -252,7 +253,8 @@ def test_a_check_finishing_in_a_churning_repository_is_seen_through_the_rollup(h
     host.tick()
     entry = host.entries("o/r1")[n]
     assert entry.state == "blocked" and entry.failing == ("lint",)
-    assert len(gh.calls(since=mark, resource="graphql")) == 2  # the watch's query, the clone's reading
+    # the watch's query alone: it read its base's most recent requests in full, the failing one among them
+    assert len(gh.calls(since=mark, resource="graphql")) == 1
 
 
 def test_a_churning_repository_goes_back_to_rest_once_it_is_quiet(host_factory, github) -> None:
@@ -344,6 +346,25 @@ def test_a_failed_head_that_stays_failed_is_asked_less_and_less_often_and_at_onc
         host.next_tick()
         host.tick()
     assert check_runs_asked(gh, mark) == 2  # and doubles again from the start: the next tick, two later
+
+
+def test_a_failure_already_an_hour_old_is_asked_every_15_minutes_from_the_start(host_factory, github) -> None:
+    """A host that starts beside an old failure does not walk the doubling from a minute again."""
+    gh = github.gh
+    failing_pr(gh, "o/r1", "red-for-long", finished_ago=3_600)
+    host = host_factory(("o/r1",))
+    host.tick()  # the round queues it and the watch takes its baseline
+    start, mark = github.clock.time(), gh.mark()
+    asked_at = []
+    for _ in range(46):
+        host.next_tick()
+        tick_mark = gh.mark()
+        host.tick()
+        if check_runs_asked(gh, tick_mark):
+            asked_at.append(github.clock.time() - start)
+    assert check_runs_asked(gh, mark) == len(asked_at) <= 4  # 46 minutes: at most one ask in 15
+    gaps = [b - a for a, b in zip(asked_at, asked_at[1:])]
+    assert gaps and set(gaps) == {900}
 
 
 def test_the_combined_status_is_asked_only_where_the_repository_uses_statuses(host_factory, github) -> None:
@@ -544,7 +565,34 @@ def test_what_moved_in_several_repositories_is_read_in_one_query_for_the_host(ho
     assert host.entries("o/r1")[1].state == "blocked" and host.entries("o/r3")[2].state == "blocked"
     assert host.entries("o/r4")[1].state == "ready"
     graphql = gh.calls(since=mark, resource="graphql")
-    assert len(graphql) == 2 and gh.counted(since=mark) == 2  # the watch's query, and one reading for all three
+    # the watch's query alone: each base's most recently updated requests come read in full with it
+    assert len(graphql) == 1 and gh.counted(since=mark) == 1
+
+
+def test_what_moved_beyond_the_querys_room_for_full_readings_is_read_in_one_batch(
+    host_factory, github, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a base has more moved requests than the watch's point has room to read in full (here 1),
+    the rest are read in one batched query for the whole host, as before."""
+    from git_sluice.intake import watch as w
+
+    monkeypatch.setattr(w, "RECENT_MAX", 1)
+    gh = github.gh
+    for repo in REPOS:
+        for i in range(2):
+            ready_pr(gh, repo, f"feat-{i}")
+    host = host_factory(light=False)
+    churn_into_graphql(host, gh, REPOS)
+    gh.review("o/r1", 1, "carol", "CHANGES_REQUESTED")
+    gh.review("o/r1", 2, "carol", "CHANGES_REQUESTED")
+    gh.review("o/r3", 2, "carol", "CHANGES_REQUESTED")
+    unrelated_activity(gh, REPOS, 9)
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert [host.entries("o/r1")[n].state for n in (1, 2)] == ["blocked", "blocked"]
+    assert host.entries("o/r3")[2].state == "blocked"
+    assert len(gh.calls(since=mark, resource="graphql")) == 2 and gh.counted(since=mark) == 2
 
 
 def test_a_push_round_leaves_the_new_heads_checks_baseline_to_the_watch(host_factory, github) -> None:
@@ -596,6 +644,62 @@ def test_a_push_of_a_request_head_reads_that_request_and_asks_no_list(host_facto
     mark = gh.mark()
     run_rounds(session, reason="push", fetch=False, pushed=frozenset({"brand-new"}))
     assert len(gh.calls(since=mark, path=r"/pulls\?")) == 1
+
+
+def real_push(clone: Path, branch: str) -> str:
+    """A real commit pushed from the clone to its bare remote (no hooks: the test runs the round);
+    the push moves the clone's remote-tracking ref, as any push does."""
+    git(clone, "checkout", "-q", "-B", branch)
+    git(clone, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", branch)
+    git(clone, "-c", "core.hooksPath=/dev/null", "push", "-q", "origin", branch)
+    return git(clone, "rev-parse", f"refs/remotes/origin/{branch}")
+
+
+def test_a_pushed_head_shows_at_once_as_waiting_and_the_next_tick_reads_it_with_the_hosts_batch(
+    host_factory, github
+) -> None:
+    """A push of a request's head from this clone: the queue shows the new head at once (waiting: its
+    checks have not run, its mergeability is not computed) with no call at all, and the watch's next
+    tick reads it with what else moved — in its own query, which reads each base's most recently
+    updated requests in full: one point for both, where the push's own reading cost a point of its own."""
+    gh = github.gh
+    n = ready_pr(gh, "o/r1", "slow")
+    other = pending_pr(gh, "o/r1", "other")
+    host = host_factory(("o/r1",))
+    churn_into_graphql(host, gh, ("o/r1",))
+    session = host.sessions["o/r1"]
+    assert host.entries("o/r1")[n].state == "ready"
+    sha = real_push(session.repo.workdir, "slow")
+    gh.push_pr("o/r1", n, sha)
+    mark = gh.mark()
+    (report,) = run_rounds(session, reason="push", fetch=False, pushed=frozenset({"slow"}))
+    entry = host.entries("o/r1")[n]
+    assert report.outcome == "taken-in" and report.read == [] and gh.requests(since=mark) == 0
+    assert (entry.head_sha, entry.state, entry.checks_state, entry.mergeable) == (sha, "waiting", None, "UNKNOWN")
+    assert entry.review_decision == "APPROVED"  # as last read: the watch's tick says whether it stands
+    # meanwhile GitHub: the new head's CI starts, and another request is reviewed
+    gh.add_check_run("o/r1", sha, "ci", status="in_progress", conclusion=None)
+    gh.review("o/r1", other, "carol", "CHANGES_REQUESTED")
+    unrelated_activity(gh, ("o/r1",), 9)
+    host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    entries = host.entries("o/r1")
+    assert entries[n].head_sha == sha and entries[n].checks_state == "PENDING" and entries[n].pending == ()
+    assert entries[other].state == "blocked"
+    graphql = gh.calls(since=mark, resource="graphql")
+    assert len(graphql) == 1 and gh.counted(since=mark) == 1  # the watch's query, which read both in full
+    # a push the remote refused moves no remote-tracking ref: the head the watch shows stands, no call
+    mark = gh.mark()
+    git(session.repo.workdir, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty",
+        "-m", "not pushed")
+    (report,) = run_rounds(session, reason="push", fetch=False, pushed=frozenset({"slow"}))
+    assert report.read == [] and gh.requests(since=mark) == 0 and host.entries("o/r1")[n].head_sha == sha
+    # a head whose remote-tracking ref is gone (pruned): the round cannot tell, and reads it as before
+    git(session.repo.workdir, "update-ref", "-d", "refs/remotes/origin/slow")
+    mark = gh.mark()
+    (report,) = run_rounds(session, reason="push", fetch=False, pushed=frozenset({"slow"}))
+    assert report.read == [n] and len(gh.calls(since=mark, resource="graphql")) == 1
 
 
 def test_a_long_quiet_list_costs_its_first_page_only_and_any_move_is_still_seen(host_factory, github) -> None:

@@ -111,6 +111,70 @@ def test_a_failed_head_backs_off_doubling_to_15_minutes_and_a_move_asks_at_once(
         assert w.head_due(rec, now=rec.next_at - 60, updated_at="moved")  # its request moved: at once
 
 
+@given(
+    st.lists(st.booleans(), min_size=1, max_size=30),
+    st.integers(min_value=10, max_value=600),
+    st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)),
+)
+def test_an_old_failure_starts_its_back_off_at_its_age(moves: list[bool], interval: int, age: float | None) -> None:
+    """A first look waits the failure's age (bounded to [0, 15 min]: garbage ages — None, NaN, the
+    future, infinity — included) and its doubling goes on from there; later looks double as before."""
+    rec = w.HeadRecord()
+    now = 1e9
+    bounded = w.failure_age(age)
+    assert 0.0 <= bounded <= w.FAILED_BACKOFF_MAX
+    for i, moved in enumerate(moves):
+        before = rec
+        rec = w.after_head(rec, state="FAILURE", moved=moved, tick=i + 1, now=now, interval=interval,
+                           updated_at="u", failed_for=age)
+        wait = rec.next_at - now if rec.next_at else 0.0
+        assert wait <= w.FAILED_BACKOFF_MAX
+        if not before.seen:
+            assert wait == (bounded if bounded >= interval else 0.0)
+            assert interval * 2**rec.streak >= wait and (rec.streak == 0 or interval * 2 ** (rec.streak - 1) < wait)
+        elif moved:
+            assert rec.streak == 0 and wait == 0
+        else:
+            assert rec.streak == before.streak + 1
+            assert wait == min(w.FAILED_BACKOFF_MAX, interval * 2**rec.streak)
+        now += max(wait, interval)
+
+
+def test_an_hour_old_failure_is_asked_every_15_minutes_from_the_first_look() -> None:
+    rec = w.after_head(w.HeadRecord(), state="FAILURE", moved=True, tick=1, now=1e9, interval=60,
+                       updated_at="u", failed_for=3600.0)
+    assert rec.next_at == 1e9 + w.FAILED_BACKOFF_MAX
+    assert not w.head_due(rec, now=1e9 + 600, updated_at="u")
+    assert w.head_due(rec, now=1e9 + 600, updated_at="moved")  # its request moved: asked at once
+    moved = w.after_head(rec, state="FAILURE", moved=False, tick=2, now=1e9 + 600, interval=60,
+                         updated_at="moved", failed_for=4200.0)
+    assert moved.streak == 0 and moved.next_at == 0.0  # … and its doubling starts again from a minute
+    again = w.after_head(moved, state="FAILURE", moved=False, tick=3, now=1e9 + 660, interval=60,
+                         updated_at="moved", failed_for=4260.0)
+    assert again.next_at == 1e9 + 660 + 120
+    # a failure seen as it happens starts at a minute, as before
+    fresh = w.after_head(w.HeadRecord(), state="FAILURE", moved=True, tick=1, now=1e9, interval=60,
+                         updated_at="u", failed_for=5.0)
+    assert fresh.next_at == 0.0
+    # passing checks are asked every tick, however old
+    passed = w.after_head(w.HeadRecord(), state="SUCCESS", moved=True, tick=1, now=1e9, interval=60,
+                          updated_at="u", failed_for=3600.0)
+    assert passed.next_at == 0.0
+
+
+def test_finished_at_reads_the_newest_completed_run_and_ignores_garbage() -> None:
+    runs = {"check_runs": [
+        {"status": "completed", "completed_at": "2026-12-01T10:00:00Z"},
+        {"status": "completed", "completed_at": "2026-12-01T11:00:00Z"},
+        {"status": "in_progress", "completed_at": None},
+        {"completed_at": "not a time"}, {"completed_at": "2026-12-01T12:00:00"},  # no zone: skipped
+        "garbage", {"completed_at": 17},
+    ]}
+    assert w.finished_at(runs) == 1796122800.0
+    assert w.finished_at({"check_runs": []}) is None
+    assert w.finished_at("garbage") is None and w.finished_at({"check_runs": "x"}) is None
+
+
 def test_a_head_that_is_not_failed_is_asked_every_tick() -> None:
     rec = w.HeadRecord(seen=True, state="PENDING")
     rec = w.after_head(rec, state="PENDING", moved=False, tick=2, now=100.0, interval=60, updated_at="u")
@@ -143,6 +207,42 @@ def test_thirteen_repositories_cost_one_point_by_githubs_formula_and_the_doubles
     text, variables = w.build_watch_query([w.Target(f"o/r{i}", "main") for i in range(13)])
     assert query_cost(text, variables) == 1
     assert price_only(text, variables).cost == 1
+
+
+@settings(deadline=None, max_examples=12)
+@given(st.integers(min_value=1, max_value=40), st.integers(min_value=0, max_value=40))
+def test_the_full_readings_of_the_recent_requests_never_cost_the_query_a_second_point(count: int, later: int) -> None:
+    """However many bases (and later pages), the recent readings take only the room the point has."""
+    targets = [w.Target(f"o/r{i}", "main") for i in range(count)]
+    targets += [w.Target(f"o/r{i}", "main", "Y3Vyc29yOjE=") for i in range(min(later, count))]
+    text, variables = w.build_watch_query(targets)
+    size = w.recent_size(targets)
+    assert_valid(text, variables)
+    assert query_cost(text, variables) == price_only(text, variables).cost
+    if count + min(later, count) <= 49:  # the watch alone fits one point: the readings must too
+        assert price_only(text, variables).cost == 1
+    if count <= 4 and later == 0:
+        assert size >= 8
+    assert (("recent:" in text) == (size > 0))
+
+
+def test_the_recent_requests_are_read_in_full_from_the_watchs_own_answer() -> None:
+    node = {"number": 7, "title": "t", "url": "u", "headRefName": "h", "headRefOid": "b" * 40, "baseRefName": "main",
+            "isDraft": False, "state": "OPEN", "merged": False, "mergeable": "MERGEABLE", "updatedAt": "u2",
+            "author": {"login": "al"}, "reviewDecision": "APPROVED", "labels": {"nodes": [{"name": "x"}]},
+            "latestOpinionatedReviews": {"nodes": []},
+            "commits": {"nodes": [{"commit": {"oid": "b" * 40, "statusCheckRollup": {"state": "FAILURE", "contexts": {
+                "nodes": [{"__typename": "CheckRun", "name": "ci", "status": "COMPLETED", "conclusion": "FAILURE"}]}}}}]}}
+    payload = {"data": {"r0": {
+        "pushedAt": None, "updatedAt": "x", "stargazerCount": 0, "forkCount": 0, "diskUsage": 1,
+        "openIssues": {"totalCount": 0},
+        "pullRequests": {"totalCount": 1, "pageInfo": {"hasNextPage": False, "endCursor": None}, "nodes": []},
+        "recent": {"nodes": [node, {"number": 8}, None, "garbage"]},
+    }}}
+    (answer,) = w.parse_watch_answer(payload, [w.Target("o/r", "main")])
+    assert list(answer.readings) == [7]
+    reading = answer.readings[7]
+    assert (reading.checks_state, reading.failing, reading.labels) == ("FAILURE", ("ci",), ("x",))
 
 
 @given(st.recursive(
