@@ -64,7 +64,7 @@ def main() -> None:
         before_hook_round(argv[1:])
     from .cli.fast import dispatch
 
-    code = dispatch(argv)  # status, queue and the hook runner, without click (issue 15)
+    code = dispatch(argv)  # status, queue, intake and the hook runner, without click (issue 15)
     if code is not None:
         sys.exit(code)
     from .cli._group import main as cli  # imports the one command's module it runs

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's own flag, without importing typing (issue 15: ~2 ms of queue's start-up)
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from .gitcli import Started
 
 platformdirs: Any = None

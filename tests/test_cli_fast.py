@@ -133,3 +133,39 @@ def test_outside_a_clone_the_fast_path_fails_as_click_does(tmp_path: Path, args:
     slow = _run(tmp_path / "here", CLICK, *args)
     assert fast[0] == slow[0] == "" and fast[2] == slow[2] == 2
     assert "\n".join(fast[1].splitlines()[:-1]) == slow[1].rstrip("\n") and "not inside a git repository" in slow[1]
+
+
+def test_intake_options_read_as_click_reads_them() -> None:
+    assert parse(["intake"]) == ("intake", {"wait": False, "timeout": None, "as_json": False, "verbose": False})
+    assert parse(["intake", "--json", "-v", "--wait", "--timeout", "90s"]) == (
+        "intake", {"wait": True, "timeout": 90.0, "as_json": True, "verbose": True})
+    assert parse(["intake", "--timeout=5m", "--timeout", "1m", "--verbose"]) == (
+        "intake", {"wait": False, "timeout": 60.0, "as_json": False, "verbose": True})
+    for args in (["intake", "-b", "main"], ["intake", "--branch=main"], ["intake", "--timeout", "soon"],
+                 ["intake", "--timeout"], ["intake", "-vv"], ["intake", "--help"], ["intake", "extra"]):
+        assert parse(args) is None, args  # a branch check, a bad duration, help: click's words
+
+
+def test_a_quiet_intake_runs_without_click_and_prints_what_click_prints(tmp_path: Path) -> None:
+    """A quiet round by the fast path, then the fast path and click over the same clone: the same words."""
+    from tests.cliworld import cli_world
+
+    def run(code: str, *args: str) -> tuple[str, str, str]:
+        done = subprocess.run([sys.executable, "-c", code, *args], cwd=host.path, env=host.env,
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout, "\n".join(done.stderr.splitlines()[:-1]), done.stderr.splitlines()[-1]
+
+    with cli_world(tmp_path) as world:
+        world.gh.open_pr("o/r", head_ref="feature")
+        host = world.host("host-a")
+        assert host.run("intake").returncode == 0  # the first round: the list, a reading
+        world.clock.advance(61)
+        mark = len(world.gh.ledger)
+        out, err, loaded = run(LOADED + ENTRY, "intake", "-v")
+        assert loaded == "LOADED httpx pygit2", loaded  # a round calls GitHub, but never loads click
+        assert len(world.gh.ledger) > mark and "304, the kept answer (free)" in err, err
+        for args in (("intake",), ("intake", "--json"), ("intake", "--json", "--wait", "--timeout", "1m")):
+            fast, slow = run(LOADED + ENTRY, *args), run(LOADED + CLICK, *args)  # within the interval: no call
+            assert fast[:2] == slow[:2] and "click" not in fast[2] and "click" in slow[2], args
+            assert "main" in fast[0]

@@ -21,7 +21,7 @@ from git_sluice.remote.lease import LeaseRecord, lease_ref
 from tests.gitutil import git
 
 HEAVY = ("graphql", "httpx", "pygit2")
-ALSO = ("filelock", "email", "platformdirs")  # what queue no longer loads either, nor status email (issue 15)
+ALSO = ("filelock", "email", "platformdirs", "typing")  # what queue no longer loads either, nor status email (issue 15)
 IDENT = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 
 

@@ -11,6 +11,7 @@ import click
 
 from ..durations import parse_duration
 from ..errors import SluiceError
+from .intake_run import setup_logging as setup_logging  # its home is click-free (fast.py runs intake)
 from .views import json_text
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,20 +50,3 @@ class Duration(click.ParamType):
 
 
 DURATION = Duration()
-
-
-def setup_logging(verbose: bool = False) -> None:
-    """Progress to stderr only when asked; the hooks and the log file set their own."""
-    root = logging.getLogger("git_sluice")
-    level = logging.DEBUG if verbose else logging.WARNING  # -v: every decision (debug lines never reach a log file)
-    stderr = [h for h in root.handlers if getattr(h, "_sluice_stderr", False)]
-    if not stderr:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("git sluice: %(message)s"))
-        handler._sluice_stderr = True  # type: ignore[attr-defined]
-        root.addHandler(handler)
-        stderr = [handler]
-    for each in stderr:
-        each.setLevel(level)
-    if root.level == logging.NOTSET or root.level > level:
-        root.setLevel(level)

@@ -1,9 +1,10 @@
-"""``status``, ``queue`` and ``_hook-round`` without click: what is polled most starts fastest (issue 15).
+"""``status``, ``queue``, ``intake`` and ``_hook-round`` without click: what is polled most starts fastest (issue 15).
 
 A dashboard polls ``git sluice queue --json`` every minute per repository,
 and every hook that concerns git-sluice starts ``_hook-round``; importing
 click and the whole command tree cost each of them more than their own work.
-:func:`dispatch` runs the plain spellings of these three commands directly;
+:func:`dispatch` runs the plain spellings of these commands directly (``intake``
+without ``-b``, whose "no such branch" is click's usage error);
 anything else — ``--help``, an unknown or attached option, a value that
 looks like an option, shell completion, a misconfigured (ASCII) output
 stream — returns None, and :mod:`git_sluice.cli` (click) handles it, so help
@@ -18,12 +19,10 @@ from __future__ import annotations
 
 import codecs
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 
-_ANSI = re.compile(r"\033\[[0-?]*[ -/]*[@-~]")  # click's own pattern (click._compat._ansi_re)
-_DIGITS = re.compile(r"[0-9]+")
+_ANSI = r"\033\[[0-?]*[ -/]*[@-~]"  # click's own pattern (click._compat._ansi_re), compiled only for text with an ESC
 
 Parsed = tuple[str, dict[str, object]]
 
@@ -39,6 +38,8 @@ def parse(argv: Sequence[str]) -> Parsed | None:
         return _queue(rest)
     if command == "_hook-round":
         return _hook_round(rest)
+    if command == "intake":
+        return _intake(rest)
     return None
 
 
@@ -72,12 +73,30 @@ def _queue(rest: list[str]) -> Parsed | None:
     return "queue", {"branches": tuple(found.get("branch", ())), "as_json": "json" in found}
 
 
+def _intake(rest: list[str]) -> Parsed | None:
+    """``intake`` without ``-b`` (a branch that is no branch is click's to report) and with a plain timeout."""
+    found = _values(rest, {"--timeout": "timeout"}, {"--wait": "wait", "--json": "json", "-v": "verbose",
+                                                     "--verbose": "verbose"})
+    if found is None:
+        return None
+    timeout = None
+    if "timeout" in found:
+        from ..durations import parse_duration
+
+        try:
+            timeout = parse_duration(found["timeout"][-1])  # click: the last of a repeated option wins
+        except ValueError:
+            return None  # click's words for a bad duration
+    return "intake", {"wait": "wait" in found, "timeout": timeout, "as_json": "json" in found,
+                      "verbose": "verbose" in found}
+
+
 def _hook_round(rest: list[str]) -> Parsed | None:
     found = _values(rest, {"--wait-pid": "wait_pid", "--inbox": "inbox"}, {})
     if found is None:
         return None
     pid = found.get("wait_pid", [None])[-1]  # click: the last of a repeated option wins
-    if pid is not None and not _DIGITS.fullmatch(pid):
+    if pid is not None and not (pid.isascii() and pid.isdigit()):
         return None  # click's int conversion, and its error, for anything but plain digits
     return "_hook-round", {"wait_pid": int(pid) if pid is not None else None,
                            "inbox": found.get("inbox", [None])[-1]}
@@ -102,8 +121,10 @@ def echo(text: str, *, err: bool = False) -> None:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
-    if not tty:
-        out = _ANSI.sub("", out)
+    if not tty and "\033" in out:
+        import re
+
+        out = re.sub(_ANSI, "", out)
     stream.write(out)
     stream.flush()
 
@@ -122,6 +143,12 @@ def dispatch(argv: Sequence[str]) -> int | None:
             from ..commands import hookrun
 
             hookrun.main(options["wait_pid"], options["inbox"])  # type: ignore[arg-type]
+    elif command == "intake":
+        def run() -> None:
+            from .intake_run import run_intake
+
+            run_intake((), bool(options["wait"]), options["timeout"], bool(options["as_json"]),  # type: ignore[arg-type]
+                       bool(options["verbose"]), echo)
     else:
         def run() -> None:
             from .views import show_queue, show_status

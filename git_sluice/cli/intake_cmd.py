@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import DURATION, handles_errors, print_json, setup_logging
+from ._common import DURATION, handles_errors
 from ._group import main
 
 
@@ -23,25 +23,9 @@ def intake_command(branches: tuple[str, ...], wait: bool, timeout: float | None,
     0 done (including "nothing to do"); 1 failed; 2 configuration; 3 allowance
     spent (nothing was sent; the message names when it ends).
     """
-    from ..countdown import Countdown
-    from ..commands.step import run_rounds, unknown_branches
-    from ..commands.session import open_session
+    from .intake_run import UnknownBranches, run_intake
 
-    from ..commands.stopper import Stopper
-
-    setup_logging(verbose)
-    stopper = Stopper()  # SIGINT / SIGTERM end a wait within a second (exit 130), never a traceback
-    stopper.install()
-
-    with Countdown() as countdown, open_session(on_wait=countdown, cancel=stopper.event) as session:
-        unknown = unknown_branches(session, branches)
-        if unknown:
-            raise click.BadParameter(f"{', '.join(unknown)}: no such branch on {session.settings.remote}",
-                                     param_hint="-b/--branch")
-        deadline = session.clock.time() + timeout if timeout is not None else None
-        reports = run_rounds(session, list(branches) or None, reason="intake", wait=wait, deadline=deadline)
-    if as_json:
-        print_json({"rounds": [r.to_json() for r in reports]})
-    else:
-        for report in reports:
-            click.echo(report.summary())
+    try:
+        run_intake(branches, wait, timeout, as_json, verbose, click.echo)
+    except UnknownBranches as exc:
+        raise click.BadParameter(str(exc), param_hint="-b/--branch") from None

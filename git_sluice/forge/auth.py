@@ -24,14 +24,12 @@ import os
 import shutil
 import subprocess
 import threading
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 from urllib.parse import urlsplit
 
-import filelock
 import httpx
 
 from ..clock import Clock
@@ -204,10 +202,12 @@ class UserPoolResolver:
     def _remember(self, digest: str, pid: str) -> None:
         """Read-modify-write under a file lock, through a temporary file no other writer shares."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        import filelock  # here, not at the top: its import (~20 ms) is paid only by a writer
+
         with filelock.FileLock(str(self.path) + ".lock", timeout=30):
             data = self._load()
             data[digest] = pid
-            tmp = self.path.with_name(f".pools.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex}.tmp")
+            tmp = self.path.with_name(f".pools.{os.getpid()}.{threading.get_ident()}.{os.urandom(16).hex()}.tmp")
             tmp.write_text(json.dumps(data))
             os.replace(tmp, self.path)
 

@@ -46,7 +46,7 @@ from .poolguard import PoolHosts, Standing, choose
 from .permits import Admission, HostGate, PauseListener, ProbeClaim, ProbeListener, WaitListener
 from .revalidate import Revalidate
 from .road import CALL, COST, COUNTED, FROM_CACHE, SHARED, VERDICT, Call, Stats, Waits
-from .wire import Authorize, Deadline
+from .wire import Authorize, Deadline, transport_for
 
 __all__ = [
     "Answer", "Forge", "ForgeAnswered", "ForgeError", "ForgeUnavailable", "Stats",
@@ -170,7 +170,8 @@ class Forge:
         # per request (URL merging, cookies, its event machinery) was a fifth of a quiet
         # round's CPU, and the road does everything it would (issue 15)
         self._http = self._road(
-            transport or httpx.HTTPTransport(), self.admission, on_pause=on_pause, on_probed=on_probed
+            transport or transport_for((self.api, self.graphql_url)), self.admission, on_pause=on_pause,
+            on_probed=on_probed,
         )
 
     def _road(

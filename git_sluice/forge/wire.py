@@ -96,3 +96,19 @@ class Deadline(httpx.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def transport_for(endpoints: tuple[str, ...]) -> httpx.BaseTransport:
+    """The wire to GitHub: httpx's transport, its certificate store loaded only when an endpoint is https.
+
+    Loading the default CA store costs ~10 ms of every process's start-up
+    (issue 15). Every call goes to one of ``endpoints`` (:class:`Authorize`
+    refuses any other origin), so when none of them is https no TLS is ever
+    spoken; the context given then trusts no certificate at all, so a TLS
+    connection, were one ever tried, fails closed instead of trusting anything.
+    """
+    if any(endpoint.lower().startswith("https:") for endpoint in endpoints):
+        return httpx.HTTPTransport()
+    import ssl
+
+    return httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))

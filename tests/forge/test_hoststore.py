@@ -559,3 +559,32 @@ def test_a_process_killed_inside_a_transaction_releases_the_file(shared: tuple[P
         assert fleet.ask(0, "start") == ("started", True)
     finally:
         fleet.close()
+
+
+def test_a_kept_permit_s_check_sees_every_commit_and_rereads_only_after_one(
+        tmp_path: Path, clock: FakeClock) -> None:
+    """check() skips re-reading the gate while the file is unchanged (issue 15), yet sees any commit at once."""
+    path = tmp_path / "host.sqlite3"
+    mine, other = HostStore(path, clock=clock), HostStore(path, clock=clock)
+    try:
+        kept = granted(mine.acquire(POOL, "core", deadline=300))
+        assert mine.start(kept)
+        reads: list[str] = []
+        assert mine._conn is not None
+        mine._conn.set_trace_callback(lambda sql: reads.append(sql) if sql.lstrip().startswith("SELECT") else None)
+        assert [mine.check(kept) for _ in range(5)] == ["ok"] * 5
+        assert len(reads) == 1  # one read of the gate's row, then PRAGMA data_version alone
+        # another process's throttle moves the epoch: the very next check sees it
+        probe = granted(other.acquire(POOL, "core"))
+        assert other.start(probe)
+        other.finish(probe, Outcome("throttle", throttle(T0, reset=T0 + 600)))
+        assert mine.check(kept) == "fenced"
+        # this connection's own write is seen as well (its commits do not move data_version)
+        mine2 = granted(other.acquire(POOL, "graphql", deadline=300))
+        assert other.start(mine2)
+        assert mine.check(mine2) == "ok"
+        assert mine.finish(mine2, Outcome("ok")) is None  # handed back by this connection
+        assert mine.check(mine2) == "gone"
+    finally:
+        mine.close()
+        other.close()

@@ -501,3 +501,19 @@ def test_a_trickling_answer_stops_when_told(clock: FakeClock) -> None:
                      Waits(clock, cancel), timeout=30)
     with pytest.raises(Interrupted):
         layer.handle_request(request())
+
+
+def test_the_wire_loads_the_certificate_store_only_for_an_https_endpoint() -> None:
+    """Issue 15: a plain-http endpoint (a double, an in-house proxy) never pays for the CA store; TLS fails closed."""
+    import ssl
+
+    from git_sluice.forge.wire import transport_for
+
+    plain = transport_for(("http://127.0.0.1:1/api", "http://127.0.0.1:1/graphql"))
+    context = plain._pool._ssl_context  # type: ignore[attr-defined]
+    assert isinstance(context, ssl.SSLContext) and context.cert_store_stats()["x509_ca"] == 0
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname  # trusts nothing: fails closed
+    for endpoints in (("https://api.github.com", "https://api.github.com/graphql"),
+                      ("http://127.0.0.1:1/api", "HTTPS://ghe.example/api/graphql")):
+        tls = transport_for(endpoints)._pool._ssl_context  # type: ignore[attr-defined]
+        assert tls.cert_store_stats()["x509_ca"] > 0 and tls.verify_mode == ssl.CERT_REQUIRED

@@ -163,6 +163,35 @@ def test_the_runner_starts_only_once_git_has_ended(world: World) -> None:
     assert seen and set(seen) == {"ended"}, seen
 
 
+def test_while_git_runs_the_hooks_start_no_program_but_sleep(world: World, tmp_path: Path) -> None:
+    """The waiting runner is a fork of the hook's shell: setsid (and the runner) start once git has ended (issue 15)."""
+    import shutil
+
+    real = shutil.which("setsid", path=world.env["PATH"])
+    if real is None:
+        pytest.skip("no setsid here: the hooks fall back to nohup or a plain start")
+    shims = tmp_path / "setsid-shim"
+    shims.mkdir()
+    seen = tmp_path / "setsid.seen"
+    (shims / "setsid").write_text(
+        "#!/bin/sh\n"
+        # whatever it starts, git's pid is among its arguments: was that git still running?
+        'pid=; for a in "$@"; do case $a in *[!0-9]* | "") ;; *) pid=$a; break ;; esac; done\n'
+        'st=; [ -n "$pid" ] && IFS= read -r st <"/proc/$pid/stat" 2>/dev/null\n'
+        f'case $st in "" | *") Z "* | *") X "*) echo "$1" ended ;; *) echo "$1" running ;; esac >>"{seen}"\n'
+        f'exec "{real}" "$@"\n'
+    )
+    (shims / "setsid").chmod(0o755)
+    world.env["PATH"] = f"{shims}{os.pathsep}{world.env['PATH']}"
+    world.git("commit", "-q", "--allow-empty", "-m", "x")
+    world.git("push", "-q", "origin", "HEAD:main")  # pre-push and reference-transaction: one runner
+    world.advance("main", "remote moves")
+    world.git("fetch", "-q")  # reference-transaction alone
+    world.wait_quiet()
+    assert seen.read_text().splitlines() == ["git-sluice ended", "git-sluice ended"]
+    assert world.runners() == (2, 2)
+
+
 def test_a_hook_exits_zero_even_when_everything_is_broken(world: World, tmp_path: Path) -> None:
     # called by hand with nonsense: no crash, nothing printed, status 0
     hook = world.work / ".git" / "hooks" / "reference-transaction"

@@ -1,0 +1,68 @@
+"""What ``git sluice intake`` does, without click: one body for the click command and :mod:`.fast`.
+
+A quiet round is what a cron job or a hook-less host runs every minute, so
+its start-up counts (issue 15): click and its command tree were a tenth of a
+quiet round's CPU. :mod:`.fast` runs the plain spellings (``--json``,
+``--wait``, ``--timeout``, ``-v``) through :func:`run_intake`; the click
+command (:mod:`.intake_cmd`) calls the same function, so both print the same.
+Standard library only at import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+
+class UnknownBranches(Exception):
+    """``-b`` named branches neither configured nor known on the remote (click reports it as a bad parameter)."""
+
+    def __init__(self, branches: Sequence[str], remote: str) -> None:
+        self.branches, self.remote = list(branches), remote
+        super().__init__(f"{', '.join(branches)}: no such branch on {remote}")
+
+
+def setup_logging(verbose: bool = False) -> None:
+    """Progress to stderr only when asked; the hooks and the log file set their own."""
+    import logging
+    import sys
+
+    root = logging.getLogger("git_sluice")
+    level = logging.DEBUG if verbose else logging.WARNING  # -v: every decision (debug lines never reach a log file)
+    stderr = [h for h in root.handlers if getattr(h, "_sluice_stderr", False)]
+    if not stderr:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("git sluice: %(message)s"))
+        handler._sluice_stderr = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+        stderr = [handler]
+    for each in stderr:
+        each.setLevel(level)
+    if root.level == logging.NOTSET or root.level > level:
+        root.setLevel(level)
+
+
+def run_intake(branches: Sequence[str], wait: bool, timeout: float | None, as_json: bool, verbose: bool,
+               echo: Callable[[str], None]) -> None:
+    """One round per branch, then what each did through ``echo``; raises :class:`UnknownBranches` on a typo."""
+    from ..commands.session import open_session
+    from ..commands.step import run_rounds, unknown_branches
+    from ..commands.stopper import Stopper
+    from ..countdown import Countdown
+
+    setup_logging(verbose)
+    stopper = Stopper()  # SIGINT / SIGTERM end a wait within a second (exit 130), never a traceback
+    stopper.install()
+
+    with Countdown() as countdown, open_session(on_wait=countdown, cancel=stopper.event) as session:
+        unknown = unknown_branches(session, branches)
+        if unknown:
+            raise UnknownBranches(unknown, session.settings.remote)
+        deadline = session.clock.time() + timeout if timeout is not None else None
+        reports = run_rounds(session, list(branches) or None, reason="intake", wait=wait, deadline=deadline)
+    if as_json:
+        from .views import json_text
+
+        echo(json_text({"rounds": [r.to_json() for r in reports]}))
+    else:
+        for report in reports:
+            echo(report.summary())
