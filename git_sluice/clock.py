@@ -86,10 +86,6 @@ class FakeClock:
             self._now = float(when)
 
 
-_FILE_CLOCK_READS: dict[str, tuple[float, float]] = {}
-"""Per test clock file: (real monotonic time of the last read, the value read)."""
-
-
 class FileClock:
     """A clock shared by processes through a file (test-only).
 
@@ -98,28 +94,12 @@ class FileClock:
     the shared time for everyone, exactly as a :class:`FakeClock` does in-process.
     """
 
-    FRESH = 0.001
-    """Real seconds a read stands for: a round asks the time some two thousand times, and three system
-    calls each (open, read, close) were tens of milliseconds of a benchmarked round's CPU that no
-    deployed process pays. A value a millisecond old is one read a millisecond earlier — what any
-    scheduling delay does — and the file only ever moves forward."""
-
     def __init__(self, path: str | os.PathLike[str], start: float | None = None) -> None:
         self.path = Path(path)
-        self._key = str(self.path)
         if start is not None:
             self.set(start)
 
     def time(self) -> float:
-        # kept per file for the whole process, so a move by any instance here is seen by every other
-        last = _FILE_CLOCK_READS.get(self._key)
-        if last is not None and time.monotonic() - last[0] < self.FRESH:
-            return last[1]
-        value = self._read_file()
-        _FILE_CLOCK_READS[self._key] = (time.monotonic(), value)
-        return value
-
-    def _read_file(self) -> float:
         path = str(self.path)
         for _ in range(50):
             try:
@@ -160,13 +140,11 @@ class FileClock:
     def _advance_to(self, target: float) -> None:
         # read-compare-write under the lock: two sleepers never move the shared time back
         with held(file_lock(self.path.with_name(self.path.name + ".lock")), busy="the test clock's lock"):
-            if self._read_file() < target:
+            if self.time() < target:
                 write_atomic(self.path, repr(float(target)))
-            _FILE_CLOCK_READS.pop(self._key, None)
 
     def _write(self, when: float) -> None:
         write_atomic(self.path, repr(float(when)))
-        _FILE_CLOCK_READS.pop(self._key, None)
 
 
 def rfc3339(epoch: float) -> str:

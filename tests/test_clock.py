@@ -32,22 +32,3 @@ def test_file_clock_is_shared_and_never_goes_back(tmp_path, monkeypatch) -> None
     assert isinstance(default_clock(), FileClock)
     monkeypatch.delenv("GIT_SLUICE_TEST_CLOCK")
     assert isinstance(default_clock(), SystemClock)
-
-
-def test_a_file_clock_read_is_kept_a_millisecond_and_a_move_here_is_seen_by_every_instance(tmp_path) -> None:
-    """Reads stand for a millisecond of real time (a round asks the time thousands of times); a move by
-    any instance in this process is seen at once by every other, one by another process within FRESH."""
-    import time as _time
-
-    from git_sluice.clock import FileClock
-    from git_sluice.statefile import write_atomic
-
-    path = tmp_path / "clock"
-    a = FileClock(path, start=1000.0)
-    b = FileClock(path)
-    assert b.time() == 1000.0
-    a.advance(60)
-    assert b.time() == 1060.0  # at once, though b read a moment ago
-    write_atomic(path, "2000.0")  # another process moves it
-    _time.sleep(FileClock.FRESH * 2)
-    assert a.time() == b.time() == 2000.0
