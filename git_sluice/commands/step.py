@@ -9,13 +9,14 @@ only where no other host holds a live lease.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from ..errors import CredentialsRefused
+from ..errors import CredentialsRefused, SluiceError
 from ..remote.git import tracking_ref
 from ..remote.leases import LeaseKeeper
 from .session import Session, fetch_and_adopt
-from .watching import watch_for
+from .watching import tick_watch, watch_for
+from ..intake.hostwatch import HostWatch
 from ..intake.round import Intake, RoundReport
 
 log = logging.getLogger("git_sluice")
@@ -49,8 +50,24 @@ def intake_for(session: Session, *, role: str = "step") -> tuple[Intake, LeaseKe
         branch_rev=branch_rev,
         watch=watch,
         head_rev=lambda head: session.repo.ref(f"refs/remotes/{settings.remote}/{head}"),
+        ticker=_intake_ticker(session, keeper) if role == "step" else None,
     )
     return intake, keeper
+
+
+def _intake_ticker(session: Session, keeper: LeaseKeeper) -> Callable[[str], HostWatch | None]:
+    """What a one-shot intake's round calls to tick the host watch: it registers the branches this
+    host takes in (never one another host holds: its holder takes it in), then ticks if due."""
+
+    def tick(branch: str) -> HostWatch | None:
+        mine = []
+        for b in dict.fromkeys([*session.settings.branches, branch]):
+            lease = keeper.read(b)
+            if lease is None or lease.takes_in:
+                mine.append(b)
+        return tick_watch(session, mine) if branch in mine else None
+
+    return tick
 
 
 def unknown_branches(session: Session, branches: Sequence[str]) -> list[str]:
@@ -85,4 +102,15 @@ def run_rounds(
     if fetch:
         fetch_and_adopt(session, *branch_refspecs(session, chosen))
     intake, _ = intake_for(session)
-    return [intake.round(branch, reason=reason, wait=wait, deadline=deadline, pushed=pushed) for branch in chosen]
+    reports = []
+    for branch in chosen:
+        report = intake.round(branch, reason=reason, wait=wait, deadline=deadline, pushed=pushed)
+        reports.append(report)
+        if reason == "intake" and report.outcome == "taken-in" and intake.ticker is not None and intake.watch is not None:
+            # as a driver offers again after its rounds: the heads this round queued as waiting get their
+            # checks' baseline in the step that queued them, not as a 200 at the next one
+            try:
+                intake.ticker(branch)
+            except SluiceError as exc:
+                log.warning("the host watch could not take the new heads' baselines (%s)", exc)
+    return reports

@@ -70,6 +70,7 @@ class Intake:
         branch_rev: Callable[[str], str | None],
         watch: HostWatch | None = None,
         head_rev: Callable[[str], str | None] | None = None,
+        ticker: Callable[[str], HostWatch | None] | None = None,
     ) -> None:
         self.sluice_dir = Path(sluice_dir)
         self.owner, self.name = repository.split("/", 1)
@@ -88,6 +89,8 @@ class Intake:
         self.head_rev = head_rev
         """A request head branch as this clone's last push or fetch left it on the remote (its
         remote-tracking ref); None: unknown, and a push's round reads the pushed requests instead."""
+        self.ticker = ticker
+        """For a one-shot ``intake``: ticks the host watch for a branch (None: the rounds only read it)."""
         self._guarding: str | None = None
 
     # -- the round ---------------------------------------------------------
@@ -111,6 +114,7 @@ class Intake:
         with held(lock, busy=f"the round lock of {branch}"):
             now = self.clock.time()
             rev = self.branch_rev(branch)
+            self._tick_if_due(branch, reason, now, rev)
             watched, forced = self._watched(branch, reason, pushed)
             if watched is not None:
                 return self._watched_round(branch, watched, holder, rev, started, wait=wait, deadline=deadline,
@@ -135,6 +139,29 @@ class Intake:
                 self.discovery_log.record(branch, asked_at=wound, rev=rev)
                 report.next_discovery = now + self.discovery
             return report
+
+    def _tick_if_due(self, branch: str, reason: str, now: float, rev: str | None) -> None:
+        """A one-shot ``intake`` whose round would ask GitHub ticks the host watch first (if the watch is
+        due), as a wait does: a host may run no driver, and the watch's tick — one conditional list,
+        the waiting heads on their back-off — is what the round then reads, instead of every list page
+        and every waiting head's probes. Decided under the round lock, on this clone's own discovery
+        clock: of ten intakes started at once the first ticks, and the nine that wait for the lock find
+        the clock wound, and tick nothing."""
+        if self.ticker is None or reason != "intake":
+            return
+        decision = due(self.discovery_log.last(branch), now=now, interval=self.discovery, rev=rev, reason=reason)
+        if not decision.ask:
+            return
+        log.debug("%s: asking GitHub: %s (the host watch first, if it is due)", branch, decision.why)
+        try:
+            watch = self.ticker(branch)
+        except AllowanceSpent:
+            raise
+        except SluiceError as exc:  # the watch is an optimisation: the round asks for itself
+            log.warning("the host watch could not tick for %s (%s): the round asks for itself", branch, exc)
+            return
+        if watch is not None:
+            self.watch = watch
 
     @contextmanager
     def _taking_in(self, branch: str, report: RoundReport, before: tuple[int, int, int, int]) -> Iterator[None]:

@@ -763,3 +763,32 @@ def test_quiet_ticks_leave_the_stored_list_as_it_was(host_factory, github) -> No
     assert after["items"] == before["items"] and after["changed_tick"] == before["changed_tick"]
     assert after["asked_tick"] == before["asked_tick"] + 1
     assert host.entries("o/r1")[1].labels == ("urgent",)
+
+
+def test_a_one_shot_intake_ticks_the_host_watch_and_its_quiet_rounds_ask_one_list(host_factory, github) -> None:
+    """A host that runs no driver (a cron job's `git sluice intake`): its round ticks the watch when it
+    would ask GitHub, and reads the watch's answers — one conditional list and the waiting heads on
+    their back-off, not its own list and two probes per waiting head."""
+    gh = github.gh
+    ready_pr(gh, "o/r1", "done")
+    pending = pending_pr(gh, "o/r1", "slow")
+    failing_pr(gh, "o/r1", "red", finished_ago=3_600)
+    host = host_factory(("o/r1",))
+    session = host.sessions["o/r1"]
+    (first,) = run_rounds(session, reason="intake", fetch=False)
+    assert first.outcome == "taken-in" and len(host.entries("o/r1")) == 3
+    assert answers(host)["repos"]["o/r1"]["bases"]["main"]["items"]  # the watch ticked for the host
+    for _ in range(3):
+        host.next_tick()
+        mark = gh.mark()
+        (report,) = run_rounds(session, reason="intake", fetch=False)
+        calls = gh.calls(since=mark)
+        assert gh.counted(since=mark) == 0, [(c.path, c.status, c.counted) for c in calls]
+        assert len(gh.calls(since=mark, path=r"/pulls\?")) == 1  # the watch's list, a 304
+        assert len(gh.calls(since=mark, path="check-runs")) <= 1  # the pending head; the old failure rests
+        assert len(calls) <= 2, [(c.path, c.status) for c in calls]
+    assert host.entries("o/r1")[pending].state == "waiting"
+    # ten minutes within the interval: the clone's own discovery clock, no tick, no call
+    mark = gh.mark()
+    (again,) = run_rounds(session, reason="intake", fetch=False)
+    assert again.outcome == "within-interval" and gh.requests(since=mark) == 0
