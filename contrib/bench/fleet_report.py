@@ -117,7 +117,10 @@ compressed, not the intervals.
   waits (`roles.wait_for` with a 1 ms timeout, repeated at the interval the
   wait would sleep), and the fence scenario's sibling processes (sessions with
   their own host-store connections, on threads). Sessions due at the same
-  moment run together on 4 threads; runs that stand alone (S1's App and
+  moment run together on 4 threads, except the waits' looks, which run one at a
+  time after them (a wait's 1 ms timeout sleeps to its deadline, which moves the
+  shared clock; a wait beside it then found its own deadline past before its
+  first read, and read at a random later look); runs that stand alone (S1's App and
   Enterprise Server runs, S3's quiet run, S8's tick runs) run in a second
   worker process, each a world of its own. A host's in-process drivers and waits
   share one host-store connection: a second connection opened in one process

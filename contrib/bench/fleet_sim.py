@@ -29,6 +29,9 @@ class SettableClock(Protocol):
     def set(self, when: float) -> None: ...
 
 
+SERIAL_PREFIXES = ("wait ",)
+"""Actors whose steps run one at a time, after the rest of their batch (see ``run_until``)."""
+
 Step = Callable[[float], "float | None"]
 """An actor's step: given the moment it runs, the next moment it wants (None: done)."""
 
@@ -82,11 +85,22 @@ class Scheduler:
                 self.clock.set(when)
             self.batches += 1
             self.steps += len(batch)
-            if self._pool is None or len(batch) == 1:
-                results = [self._run_one(label, step, when) for label, step in batch]
+            # A wait's look runs alone, after the batch's other actors: a wait with a 1 ms timeout sleeps
+            # to its deadline, which moves the shared clock, and a wait beside it found its own deadline
+            # past before its first read (TimedOut, silently retried at every look until, by chance, no
+            # one slept beside it: a counted read at a random moment, into a quiet hour's window).
+            alone = [i for i, (label, _) in enumerate(batch) if label.startswith(SERIAL_PREFIXES)]
+            together = [i for i in range(len(batch)) if i not in alone]
+            results: list[float | None] = [None] * len(batch)
+            if self._pool is None or len(together) <= 1:
+                for i in together:
+                    results[i] = self._run_one(batch[i][0], batch[i][1], when)
             else:
-                futures = [self._pool.submit(self._run_one, label, step, when) for label, step in batch]
-                results = [f.result() for f in futures]
+                futures = {i: self._pool.submit(self._run_one, batch[i][0], batch[i][1], when) for i in together}
+                for i, f in futures.items():
+                    results[i] = f.result()
+            for i in alone:
+                results[i] = self._run_one(batch[i][0], batch[i][1], when)
             for (label, step), nxt in zip(batch, results):
                 if nxt is not None:
                     self.at(max(nxt, when + 1e-3), label, step)
