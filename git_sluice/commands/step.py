@@ -106,7 +106,8 @@ def run_rounds(
     for branch in chosen:
         report = intake.round(branch, reason=reason, wait=wait, deadline=deadline, pushed=pushed)
         reports.append(report)
-        if reason == "intake" and report.outcome == "taken-in" and intake.ticker is not None and intake.watch is not None:
+        offer_again = reason == "intake" and report.outcome == "taken-in"
+        if offer_again and intake.ticker is not None and intake.watch is not None:
             # as a driver offers again after its rounds: the heads this round queued as waiting get their
             # checks' baseline in the step that queued them, not as a 200 at the next one
             try:

@@ -412,7 +412,6 @@ class Intake:
         """
         if self.head_rev is None or not forced:
             return {}, forced
-        now = self.clock.time()
         expected = checks_expected(entries.values())
         out: dict[int, Entry] = {}
         still = set(forced)

@@ -546,15 +546,21 @@ def test_mergeability_is_taken_from_the_watchs_query_not_read_again(host_factory
     assert len(gh.calls(since=mark, resource="graphql")) == 1 and gh.counted(since=mark) == 1
 
 
-def test_what_moved_in_several_repositories_is_read_in_one_query_for_the_host(host_factory, github) -> None:
-    """Readings batched per tick: each clone used to read its own moved requests, a query (at least a
-    point) per clone; the watch reads what moved across every repository in one."""
-    gh = github.gh
+def two_ready_requests_each_on_graphql(host_factory, gh) -> Host:  # type: ignore[no-untyped-def]
+    """Every repository with two ready requests, its list churned into the watch's GraphQL query."""
     for repo in REPOS:
         for i in range(2):
             ready_pr(gh, repo, f"feat-{i}")
     host = host_factory(light=False)
     churn_into_graphql(host, gh, REPOS)
+    return host
+
+
+def test_what_moved_in_several_repositories_is_read_in_one_query_for_the_host(host_factory, github) -> None:
+    """Readings batched per tick: each clone used to read its own moved requests, a query (at least a
+    point) per clone; the watch reads what moved across every repository in one."""
+    gh = github.gh
+    host = two_ready_requests_each_on_graphql(host_factory, gh)
     gh.review("o/r1", 1, "carol", "CHANGES_REQUESTED")
     gh.review("o/r3", 2, "carol", "CHANGES_REQUESTED")
     gh.review("o/r4", 1, "dave", "COMMENTED")
@@ -578,11 +584,7 @@ def test_what_moved_beyond_the_querys_room_for_full_readings_is_read_in_one_batc
 
     monkeypatch.setattr(w, "RECENT_MAX", 1)
     gh = github.gh
-    for repo in REPOS:
-        for i in range(2):
-            ready_pr(gh, repo, f"feat-{i}")
-    host = host_factory(light=False)
-    churn_into_graphql(host, gh, REPOS)
+    host = two_ready_requests_each_on_graphql(host_factory, gh)
     gh.review("o/r1", 1, "carol", "CHANGES_REQUESTED")
     gh.review("o/r1", 2, "carol", "CHANGES_REQUESTED")
     gh.review("o/r3", 2, "carol", "CHANGES_REQUESTED")
