@@ -92,6 +92,9 @@ class Settings:
     installation: str | None
     enforce: bool
     origins: Mapping[str, tuple[str, str]] = field(default_factory=lambda: MappingProxyType({}))
+    remote_url: str = ""
+    """``remote.<remote>.url`` as configured, credentials removed (:func:`redact_url`): what names the
+    remote in this host's state, read with the settings so nothing reads the config again."""
 
     @property
     def owner(self) -> str:
@@ -546,6 +549,7 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True) -> Settin
         installation=installation,
         enforce=enforce,
         origins=MappingProxyType(origins),
+        remote_url=redact_url(remote_urls[remote]) if remote_urls.get(remote) else "",
     )
 
 

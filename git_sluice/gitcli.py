@@ -63,10 +63,17 @@ def environment(
     git_dir: Path | None = None,
     workdir: Path | None = None,
     extra: Mapping[str, str] | None = None,
+    here: bool = False,
 ) -> dict[str, str]:
-    """The environment of every git we run (see the module); ``git_dir`` names the repository."""
-    if git_dir is None:
+    """The environment of every git we run (see the module); ``git_dir`` names the repository.
+
+    ``here``: no repository named, none selected by the environment either: git
+    finds the one at its working directory (an explicit path's discovery).
+    """
+    if git_dir is None and not here:
         env = dict(os.environ)
+    elif git_dir is None:
+        env = {k: v for k, v in os.environ.items() if k not in REPO_SELECTING_ENV}
     else:
         env = {k: v for k, v in os.environ.items() if k not in REPO_SELECTING_ENV}
         env["GIT_DIR"] = str(git_dir)
@@ -88,6 +95,7 @@ def run(
     input: str | None = None,
     timeout: float | None = None,
     check: bool = False,
+    here: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """``git [-C cwd] args`` in :func:`environment`; ``check`` raises :class:`GitFailed`.
 
@@ -102,7 +110,7 @@ def run(
         text=True,
         encoding="utf-8",
         errors="replace",  # git echoes paths and ref names in any bytes: never a decoding traceback
-        env=environment(git_dir=git_dir, workdir=workdir, extra=env),
+        env=environment(git_dir=git_dir, workdir=workdir, extra=env, here=here),
         stdin=None if input is not None else subprocess.DEVNULL,
         timeout=timeout,
     )

@@ -31,7 +31,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clock import Clock, default_clock, rfc3339
 from ..gitcli import INTERNAL_ENV, scrub, scrub_environ
@@ -318,9 +318,8 @@ def _default_branches(repo: Repo, remote: str) -> list[str]:
     """The remote's default branch; both usual names while none is known yet."""
     prefix = f"refs/remotes/{remote}/"
     try:
-        head = repo.raw.references.get(prefix + "HEAD")
-        target = head.target if head is not None else None
-        if isinstance(target, str) and target.startswith(prefix):
+        target = repo.refs.target(prefix + "HEAD")
+        if target is not None and target.startswith(prefix):
             return [target[len(prefix) :]]
     except Exception:
         pass
@@ -612,44 +611,20 @@ def _remote_url(repo: Repo, remote: str) -> str | None:
     return found if found is not None else repo.config_get(f"remote.{remote}.url")
 
 
-class LazyRepo:
-    """The clone's dirs from one ``git rev-parse``; libgit2 is opened only when a round needs it.
-
-    Most hook runs concern nothing (a push to a branch not taken in): they
-    read the inbox, the filter and the config, and end. Opening the clone
-    with libgit2 costs more than all of that (issue 15), so only what is
-    asked beyond the three dirs opens it, with the usual checks.
-    """
-
-    def __init__(self, git_dir: Path, common_dir: Path, workdir: Path | None) -> None:
-        self.git_dir, self.common_dir, self.workdir = git_dir, common_dir, workdir
-        self._repo: Repo | None = None
-
-    def __getattr__(self, name: str) -> Any:  # Any: whichever attribute of Repo is asked for
-        if name.startswith("__") or name == "_repo":
-            raise AttributeError(name)
-        if self._repo is None:
-            from ..repo import Repo
-
-            self._repo = Repo.discover(self.workdir if self.workdir is not None else self.git_dir)
-        return getattr(self._repo, name)
-
-
 def main(wait_pid: int | None, inbox: str | None) -> int:
     """The process entry point: find the clone the hook ran in, run, never fail."""
     if os.environ.get(INTERNAL_ENV):
         return 0
     try:
-        from ..remote.fetched import clone_dirs
+        from ..repo import Repo
 
-        repo = LazyRepo(*clone_dirs())
+        repo = Repo.discover()  # one `git rev-parse`; libgit2 is loaded only if the round writes
     except Exception:
         return 0
     # our own git commands (the round's fetch and push) must not ask again,
     # and the hook's relative GIT_DIR / GIT_WORK_TREE must not leak into them
     os.environ[INTERNAL_ENV] = "1"
     scrub_environ()
-    # it stands in for a Repo: the three dirs now, the rest through the real one when asked
-    run_hook_round(cast("Repo", repo), wait_pid=wait_pid, inbox=Path(inbox) if inbox else None)
+    run_hook_round(repo, wait_pid=wait_pid, inbox=Path(inbox) if inbox else None)
     return 0
 

@@ -177,7 +177,7 @@ def open_session(
     own_store = store is None
     store = store or HostStore(clock=clock)
     remote = RemoteGit(repo, settings.remote, clock=clock, pools=lambda: own_pools(credentials, repo.sluice_dir))
-    notes = PauseNotes(repo, remote, host=settings.host, clock=clock)
+    notes = PauseNotes(repo, remote, host=settings.host, clock=clock, url=settings.remote_url)
     pool_hosts = PoolHosts(state_dir)
     fleet = FleetPauses(notes, store, settings.host, clock,
                         on_pool=lambda pool: pool_hosts.remember(pool, api_host(settings.api)),

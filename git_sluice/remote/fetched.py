@@ -15,9 +15,9 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import NotARepository
-from ..gitcli import run, start
+from ..gitcli import start
 from ..paths import sluice_dir_in
+from ..repo import clone_dirs as clone_dirs  # its old home
 from .lease import lease_ref
 
 _OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
@@ -46,20 +46,6 @@ def parse_for_each_ref(text: str) -> dict[str, tuple[str, str | None]] | None:
             return None
         found[ref] = (oid, message if kind == "commit" else None)
     return found
-
-
-def clone_dirs(path: str | os.PathLike[str] = ".") -> tuple[Path, Path, Path | None]:
-    """(git dir, common dir, work tree or None) of the clone at ``path``, by one ``git rev-parse``."""
-    done = run(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel"], cwd=path)
-    lines = done.stdout.splitlines()
-    if done.returncode != 0 or len(lines) < 2:
-        # a bare clone has no top level: rev-parse says so and fails that one question
-        bare = run(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"], cwd=path)
-        lines = bare.stdout.splitlines()
-        if bare.returncode != 0 or len(lines) < 2:
-            raise NotARepository(path, (done.stderr or bare.stderr).strip())
-    workdir = Path(lines[2]) if len(lines) > 2 and lines[2] else None
-    return Path(lines[0]), Path(lines[1]), workdir
 
 
 class FetchedLeases:

@@ -18,8 +18,6 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import pygit2
-
 from ..clock import Clock, default_clock
 from ..errors import RemoteRefused as RemoteRefused, RemoteUnreachable as RemoteUnreachable
 from ..gitcli import INTERNAL_ENV, GitFailed, scrub
@@ -353,6 +351,8 @@ class RemoteGit:
 
     def _mirror(self, ref: str, oid: str | None) -> None:
         """Best effort: a fetch in flight may hold the lock; the next fetch corrects the mirror."""
+        import pygit2
+
         for _ in range(3):
             try:
                 self.repo.set_ref(ref, oid)
@@ -368,6 +368,8 @@ class RemoteGit:
         ``when`` fixes the commit time (lease records: the same record is then the
         same object, never new garbage); by default this clock's time.
         """
+        import pygit2
+
         when = int(self.clock.time()) if when is None else int(when)
         signature = pygit2.Signature(RECORD_NAME, RECORD_EMAIL, when, 0)
         with self.repo.lock:
@@ -378,6 +380,8 @@ class RemoteGit:
 
     def read_message(self, oid: str) -> str | None:
         """The commit message of ``oid``; None for a missing object or a non-commit."""
+        import pygit2
+
         with self.repo.lock:
             try:
                 obj = self.repo.raw.get(oid)

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from .. import __version__
 from ..clock import Clock
+from ..config import redact_url
 from ..errors import PublishFailed as PublishFailed
 from ..repo import Repo
 from .git import CasUpdate, RemoteGit, RemoteRefused
@@ -183,8 +184,10 @@ class PauseNotes:
         probe_timeout: float = 120.0,
         observations: ObservationStore | None = None,
         version: str = __version__,
+        url: str | None = None,
     ) -> None:
         self.repo = repo
+        self._url = url  # the remote's URL as the settings read it (None: ask the config when needed)
         self.remote = remote
         self.host = check_name("host", host)
         self.clock = clock
@@ -324,15 +327,21 @@ class PauseNotes:
     # --- adoption ------------------------------------------------------------
 
     @property
+    def url(self) -> str:
+        """The remote's URL without credentials (it names the remote in this host's state), or its name."""
+        if not self._url:
+            self._url = redact_url(self.repo.config_get(f"remote.{self.remote.remote}.url") or "")
+        return self._url or self.remote.remote
+
+    @property
     def remote_key(self) -> str:
         """The remote these notes live on, whichever clone of it this is (the look's rate is per host)."""
-        return self.repo.config_get(f"remote.{self.remote.remote}.url") or self.remote.remote
+        return self.url
 
     @property
     def origin(self) -> str:
         """Where these notes live, as the host store remembers an adopted pause's source."""
-        url = self.repo.config_get(f"remote.{self.remote.remote}.url") or self.remote.remote
-        return f"{url}#{self.repo.common_dir}"
+        return f"{self.url}#{self.repo.common_dir}"
 
     def first_seen(self, notes: Iterable[PauseNote]) -> dict[str, float]:
         """When this host first saw each note's object, as a wall time of its own clock.
