@@ -8,7 +8,9 @@ and a fetch only when they differ from the mirror — but at most once per
 :data:`CHECK_INTERVAL` per host and remote, whichever process calls: the
 claim is kept in one small file of the host state directory. A fleet of 24
 hosts calling all the time then asks the remote 2.4 times a second, under
-GitHub's advice (15 fetches a second); pushes are unchanged.
+GitHub's advice (15 fetches a second); pushes are unchanged. A round's own
+fetch brings the pool's notes too, so it counts as a look (:meth:`PauseChecks.looked`):
+the call right after it sends no ``ls-remote`` (issue 15).
 """
 
 from __future__ import annotations
@@ -41,6 +43,26 @@ class PauseChecks:
     @staticmethod
     def key(origin: str) -> str:
         return hashlib.sha256(origin.encode()).hexdigest()[:24]  # no URL (and no credential in it) kept
+
+    def looked(self, origin: str, at: float) -> None:
+        """A fetch that began at ``at`` brought the notes: a look as good as one that ``claim`` grants.
+
+        Kept only if later than the look on record; a time that is not a finite
+        number is ignored.
+        """
+        if not math.isfinite(at):
+            return
+        key = self.key(origin)
+        known = self._known.get(key)
+        if isinstance(known, float) and known >= at:
+            return
+        with self._doc.update() as data:
+            last = data.get(key)
+            if isinstance(last, (int, float)) and math.isfinite(last) and last >= at:
+                self._known[key] = float(last)
+                return
+            data[key] = at
+        self._known[key] = at
 
     def claim(self, origin: str, now: float) -> bool:
         """True if this process should look now (and the look is recorded as begun at ``now``).

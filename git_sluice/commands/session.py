@@ -100,6 +100,20 @@ class FleetPauses:
         except Exception as exc:  # the remote out of reach costs the look, never the call
             log.debug("could not look at the pause notes on the remote: %s", exc)
 
+    def fetched(self, started: float) -> None:
+        """A fetch that began at monotonic ``started`` brought the pool's notes: it counts as a look.
+
+        The call right after a round's fetch then sends no ``ls-remote`` of the
+        notes it just fetched (issue 15). Never raises: the fetch has succeeded.
+        """
+        if self.checks is None:
+            return
+        try:
+            began = self.clock.time() - max(0.0, self.clock.monotonic() - started)
+            self.checks.looked(self.notes.remote_key, began)
+        except Exception as exc:
+            log.debug("could not record the fetch as a look at the pause notes: %s", exc)
+
     def published(self, pause: PauseView) -> None:
         """Host first (already written), then the fleet: a failure here keeps the host's pause."""
         if self.on_pool is not None:
@@ -182,6 +196,8 @@ def open_session(
     fleet = FleetPauses(notes, store, settings.host, clock,
                         on_pool=lambda pool: pool_hosts.remember(pool, api_host(settings.api)),
                         checks=PauseChecks(state_dir) if settings.enforce else None)
+    if fleet.checks is not None:
+        remote.on_fetched(("pause-look", state_dir), fleet.fetched)
 
     def forge_with(kept: KeptAnswers) -> Forge:
         """A forge on this session's road and credentials, keeping its answers in ``kept``."""

@@ -482,3 +482,45 @@ def test_a_published_pause_stops_the_other_hosts_before_their_next_call(
                 sessions[name].forge.get("repos/o/r")
     for name in ("host-b", "host-c"):
         assert looks[name] - before[name] <= 20 * (CHECK_INTERVAL / 4) / CHECK_INTERVAL + 1, looks
+
+
+def test_a_rounds_fetch_counts_as_the_look_and_a_pause_published_after_it_is_still_seen(
+    fleet_factory, git_daemon: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fetch a round starts with brings the pool's notes: its first call sends no ls-remote (issue 15).
+
+    A pause published after that fetch is seen by the first look after the interval, as before."""
+    from git_sluice.commands.pausecheck import CHECK_INTERVAL
+    from git_sluice.commands.session import fetch_and_adopt
+    from git_sluice.errors import AllowanceSpent
+
+    fleet = fleet_factory(("host-a", "host-b"), url=git_daemon)
+    sessions = {}
+    for name, host in fleet.hosts.items():
+        monkeypatch.setenv("XDG_STATE_HOME", host.env["XDG_STATE_HOME"])
+        sessions[name] = fleet.session(name)
+        assert sessions[name].forge.pool
+    b = sessions["host-b"]
+    looks: list[str] = []
+    real = b.remote.list_remote
+
+    def counted(pattern: str, *, timeout: float = 5.0) -> dict[str, str]:
+        looks.append(pattern)
+        return real(pattern, timeout=timeout)
+
+    b.remote.list_remote = counted  # type: ignore[method-assign]
+    fleet.clock.advance(CHECK_INTERVAL + 1)  # type: ignore[attr-defined]
+    assert fetch_and_adopt(b) is None
+    b.forge.get("repos/o/r")
+    assert looks == []  # the fetch just brought the notes: no look of its own
+    fleet.clock.advance(CHECK_INTERVAL + 1)  # type: ignore[attr-defined]
+    b.forge.get("repos/o/r")
+    assert len(looks) == 1  # past the interval the look runs again
+    fleet.gh.fault("secondary", path="pulls", times=1, retry_after=300)
+    with pytest.raises(AllowanceSpent):
+        sessions["host-a"].forge.get("repos/o/r/pulls")  # host-a publishes the pause
+    fleet.clock.advance(CHECK_INTERVAL + 1)  # type: ignore[attr-defined]
+    mark = fleet.gh.mark()
+    with pytest.raises(AllowanceSpent):
+        b.forge.get("repos/o/r/pulls")
+    assert fleet.calls_by("host-b", since=mark) == [] and len(looks) == 2
