@@ -12,6 +12,7 @@ returns a :class:`FileClock` over it (test-only; documented in
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -149,9 +150,16 @@ class FileClock:
 
 def rfc3339(epoch: float) -> str:
     """``2026-11-29T18:00:00Z``: UTC, whole seconds (truncated), as GitHub and the public JSON write it."""
-    return datetime.fromtimestamp(int(epoch), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _rfc3339(int(epoch))
 
 
+@functools.lru_cache(maxsize=4096)
+def _rfc3339(seconds: int) -> str:
+    # a queue of 500 entries writes a thousand times, most of them the same few seconds (issue 15)
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@functools.lru_cache(maxsize=4096)
 def parse_rfc3339(text: str) -> float:
     """Epoch seconds of an RFC 3339 time (``Z`` or an offset); no zone is a ValueError."""
     value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))

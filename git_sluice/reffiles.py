@@ -77,8 +77,7 @@ class RefFiles:
             if not line or line[0] in "#^":
                 continue
             oid, _, name = line.partition(" ")
-            if _OID.fullmatch(oid) and valid_name(name):
-                found[name] = oid
+            found[name] = oid  # checked when read: a clone's 500 remote branches are parsed, few are asked
         self._packed_key, self._packed = key, found
         return found
 
@@ -116,7 +115,7 @@ class RefFiles:
 
     def under(self, prefix: str) -> dict[str, str]:
         """Every ref whose name starts with ``prefix`` (e.g. ``refs/sluice/pause/``), resolved."""
-        names = {name for name in self.packed() if name.startswith(prefix)}
+        names = {name for name in self.packed() if name.startswith(prefix) and valid_name(name)}
         folder = prefix.rpartition("/")[0] if prefix.startswith("refs/") else "refs"
         base = self._dir_of(folder + "/")
         top = base / folder

@@ -175,14 +175,14 @@ class HostWatch:
     def view(self, base: str) -> BaseView | None:
         """This base's part of the last tick; None when absent, stale, unreadable or not asked in it."""
         try:
-            doc = self.answers.read()
+            doc = self.answers.peek()
             return _view_of(doc, self.repository, base, self.clock.time())
         except Exception as exc:  # the watch is an optimisation: never a reason for a round to fail
             log.warning("host watch answers unreadable (%s): this round asks for itself", exc)
             return None
 
     def next_at(self) -> float | None:
-        value = self.answers.read().get("next_at")
+        value = self.answers.peek().get("next_at")
         return float(value) if isinstance(value, (int, float)) else None
 
     # ------------------------------------------------------------ the host's side
@@ -196,7 +196,7 @@ class HostWatch:
         """Tick for the host when due; None when not due, or another process ticks (waited for, briefly)."""
         if self.forge is None:
             return None
-        if not w.due(self.next_at(), self.clock.time()) and not self._joining(self.answers.read()):
+        if not w.due(self.next_at(), self.clock.time()) and not self._joining(self.answers.peek()):
             return None
         lock = file_lock(self.group_dir / "tick.lock")
         if not try_acquire(lock):

@@ -31,7 +31,7 @@ from urllib.parse import quote, unquote
 
 from ..clock import parse_rfc3339, rfc3339
 from ..statefile import file_lock, held, load_json, write_atomic
-from .headmarks import sync_marks
+from .headmarks import MARKS_DIR, sync_marks
 from .request import Request, request_fields
 
 SCHEMA_VERSION = 1
@@ -342,10 +342,15 @@ class QueueStore:
                 lines.append(f"{branch} {number} {entry.head_ref} {entry.head_sha}")
                 heads.append(entry.head_ref)
         text = "".join(line + "\n" for line in lines)
-        if _read_bytes(self.heads_path) == text.encode("utf-8") and _MARKS_SYNCED.get(self.heads_path) == text:
-            return  # the heads file, and the head marks this process made from it, stand as they are
-        write_atomic(self.heads_path, text)
+        if _read_bytes(self.heads_path) == text.encode("utf-8") and (
+                _MARKS_SYNCED.get(self.heads_path) == text or (self.sluice_dir / MARKS_DIR).is_dir()):
+            # the heads file stands as it is, and so do the marks: they are made before it is written,
+            # so a heads file already holding this text was written after its marks (issue 15: a fresh
+            # process no longer walks 500 marks to learn that). No marks folder at all: an older
+            # version wrote the file, and the marks are made now.
+            return
         sync_marks(self.sluice_dir, heads)
+        write_atomic(self.heads_path, text)
         _MARKS_SYNCED[self.heads_path] = text
 
 

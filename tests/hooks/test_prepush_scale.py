@@ -107,3 +107,36 @@ def test_a_mark_never_leaves_its_folder(name: str) -> None:
     parts = mark.split("/")
     assert not mark.startswith("/") and all(p and not p.startswith(".") and p != ".." for p in parts)
     assert valid_branch(name) and mark.endswith("~") and "~" not in name
+
+
+def test_a_fresh_process_whose_queue_keeps_its_heads_walks_no_marks(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The marks are made before the heads file, so a heads file already right means marks already right.
+
+    A fresh process (nothing remembered) saving a queue whose heads did not
+    change walks none of its 500 marks (issue 15); one whose marks folder is
+    missing (an older version wrote the heads file) makes them all."""
+    import git_sluice.intake.queue as queue
+
+    sd = tmp_path / "sluice"
+    doc = QueueDoc("o/r", "main", None, T0, {n: make_entry(n, head_ref=f"topic-{n}") for n in range(1, 501)})
+    QueueStore(sd).save(doc)
+    walked: list[int] = []
+    real = queue.sync_marks
+
+    def counted(sluice_dir: Path, head_refs: object) -> None:
+        walked.append(1)
+        real(sluice_dir, head_refs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(queue, "sync_marks", counted)
+    queue._MARKS_SYNCED.clear()  # as a fresh process finds it
+    QueueStore(sd).save(doc)
+    assert walked == []
+    shutil.rmtree(sd / MARKS_DIR)
+    queue._MARKS_SYNCED.clear()
+    QueueStore(sd).save(doc)
+    assert walked == [1] and len(present_marks(sd / MARKS_DIR)) == 500
+    changed = QueueDoc("o/r", "main", None, T0, {**doc.entries, 501: make_entry(501, head_ref="topic-501")})
+    QueueStore(sd).save(changed)
+    assert walked == [1, 1] and "topic-501~" in present_marks(sd / MARKS_DIR)
+    assert (sd / "heads").read_text().count("\n") == 501

@@ -794,3 +794,30 @@ def test_a_one_shot_intake_ticks_the_host_watch_and_its_quiet_rounds_ask_one_lis
     mark = gh.mark()
     (again,) = run_rounds(session, reason="intake", fetch=False)
     assert again.outcome == "within-interval" and gh.requests(since=mark) == 0
+
+
+def test_the_answers_are_parsed_again_only_when_the_file_changed(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round peeks at the answers three times (due? joining? its view): one parse while they stand (issue 15)."""
+    from git_sluice.intake.watchstore import Answers
+    from git_sluice.statefile import JsonDocument
+
+    answers = Answers(tmp_path)
+    assert answers.peek() == {}  # absent: empty, and nothing kept
+    answers.write({"tick": 1, "repos": {"o/r": {"mode": "rest"}}})
+    parses: list[int] = []
+    real = JsonDocument.read
+
+    def counted(doc: JsonDocument) -> dict[str, object]:
+        parses.append(1)
+        return real(doc)
+
+    monkeypatch.setattr(JsonDocument, "read", counted)
+    assert [answers.peek()["tick"] for _ in range(3)] == [1, 1, 1] and len(parses) == 1
+    fresh = answers.read()  # the tick's own read: a copy it may change, never the peeked one
+    fresh["tick"] = 99
+    assert answers.peek()["tick"] == 1 and len(parses) == 2
+    answers.write({"tick": 2})
+    assert answers.peek() == {"tick": 2} and len(parses) == 3
+    (tmp_path / "answers.json").write_text("{not json")
+    assert answers.peek() == {}  # corrupt: discarded, as every state file is
