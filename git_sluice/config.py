@@ -26,7 +26,7 @@ import os
 import re
 import subprocess
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from urllib.parse import urlsplit
@@ -35,6 +35,7 @@ from .durations import ACCEPTED_FORM as DURATION_FORM
 from .durations import parse_duration
 from . import gitcli
 from .errors import ConfigError, NoRemote, NotARepository, SluiceError, UnknownKey
+from .records import record
 
 KNOWN_KEYS: tuple[str, ...] = (
     "sluice.remote",
@@ -75,7 +76,7 @@ _FALSE = {"false", "no", "off", ""}
 _UNSET = "(unset)"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Settings:
     """What every command runs with; built only by :func:`load_settings`."""
 
@@ -105,7 +106,7 @@ class Settings:
         return self.repository.split("/", 1)[1]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Value:
     value: str | None  # None: the key is present without "=" (git's boolean true)
     origin: str

@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import gitcli
@@ -30,6 +29,7 @@ from ..double import GitHubDouble, serve
 from ..errors import AllowanceSpent, local_time
 from ..forge.hoststore import HostStore
 from ..intake.queue import QueueStore
+from ..records import record
 from .step import intake_for, run_rounds
 from .watching import tick_watch
 from .roles import drive
@@ -41,7 +41,7 @@ REPO = "octo/widgets"
 Say = Callable[[str], None]
 
 
-@dataclass
+@record
 class DemoResult:
     directory: Path
     figures: dict[str, int]

@@ -29,13 +29,13 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clock import Clock, default_clock, rfc3339
 from ..gitcli import INTERNAL_ENV, scrub, scrub_environ
 from ..procs import gone
+from ..records import record
 from ..statefile import file_lock, try_acquire, write_atomic
 
 if TYPE_CHECKING:  # the runner waits for git before importing anything heavy
@@ -70,7 +70,7 @@ class RoundRunner(Protocol):
 # ----------------------------------------------------------------- pure decisions
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HookCall:
     """What one hook invocation handed over: which hook, to where, which refs."""
 

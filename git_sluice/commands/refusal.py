@@ -11,13 +11,13 @@ once. Pure: ``now`` is passed in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..records import record
 
 BACKOFF_BASE = 60.0
 BACKOFF_CAP = 900.0
 
 
-@dataclass
+@record
 class Refusal:
     """The back-off after a 401: ``until`` no call and no lease; ``streak`` refusals in a row."""
 

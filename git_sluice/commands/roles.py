@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..errors import AllowanceSpent, CredentialsRefused, Interrupted, SluiceError, TimedOut, local_time
@@ -23,6 +23,7 @@ from ..intake.queue import derive_state
 from ..intake.request import Request
 from ..intake.round import Intake, RoundReport
 from .step import branch_refspecs, intake_for
+from ..records import record
 from ..remote.git import RemoteRefused, RemoteUnreachable
 from ..remote.leases import LeaseKeeper
 from .refusal import Refusal
@@ -45,7 +46,7 @@ def _sleep_until(session: Session, when: float, stopper: Stopper) -> None:
 
 
 # ---------------------------------------------------------------------- driver
-@dataclass
+@record
 class DriverState:
     ticks: int = 0
     rounds: list[RoundReport] = field(default_factory=list)
@@ -196,7 +197,7 @@ def _driver_round(session: Session, intake: Intake, branch: str, reason: str, st
 OUTCOMES = {"merged": 0, "ready": 0, "closed": 1, "blocked": 1}
 
 
-@dataclass
+@record
 class WaitResult:
     number: int
     outcome: str  # merged | ready | closed | blocked
@@ -333,7 +334,7 @@ def _closed_state(session: Session, number: int, deadline: float | None) -> str 
     return _ended(_pull(session, number, deadline)[0])
 
 
-@dataclass
+@record
 class _Following:
     """A wait's memory of its request while another host takes the branch in (docs/design.md#the-host-watch).
 

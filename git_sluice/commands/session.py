@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Callable
 
@@ -25,6 +25,7 @@ from ..forge.hoststore import HostStore, Outcome, PauseView, Permit, Wait
 from ..forge.kept import KeptAnswers
 from ..forge.poolguard import PoolHosts
 from ..paths import host_state_dir
+from ..records import record
 from ..remote.git import RemoteGit
 from ..remote.notes import PauseNote, PauseNotes
 from ..repo import Repo
@@ -38,7 +39,7 @@ log = logging.getLogger("git_sluice")
 PROBE_LOST_BACKOFF = 30.0
 
 
-@dataclass
+@record
 class Session:
     repo: Repo
     settings: Settings

@@ -37,12 +37,13 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SluiceError
 from ..gitcli import parse_version
+from ..records import record
 from ..remote.git import LEGACY_REFSPEC
 from ..statefile import write_atomic
 
@@ -65,7 +66,7 @@ class SetupRefused(SluiceError):
     exit_code = 2
 
 
-@dataclass
+@record
 class Step:
     """One thing setup looked at, and what it did to it."""
 
@@ -81,7 +82,7 @@ class Step:
         return {"subject": self.subject, "status": self.status, "detail": self.detail, "changed": self.changed}
 
 
-@dataclass
+@record
 class Report:
     """What ``setup`` (or ``--undo``) found and did, line by line."""
 

@@ -24,7 +24,6 @@ import os
 import shutil
 import subprocess
 import threading
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
@@ -34,6 +33,7 @@ import httpx
 
 from ..clock import Clock
 from ..errors import CredentialsRefused, SluiceError
+from ..records import record
 from .tokencache import SharedTokens
 
 log = logging.getLogger("git_sluice")
@@ -93,7 +93,7 @@ class Credentials(Protocol):
         """The pool this token spends."""
 
 
-@dataclass
+@record
 class StaticToken:
     """A personal or OAuth token: its pool is its user's, learned once."""
 

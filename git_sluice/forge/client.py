@@ -26,7 +26,6 @@ import json as jsonlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -35,6 +34,7 @@ import httpx
 from .. import __version__
 from ..clock import Clock
 from ..errors import CredentialsRefused, ForeignURL, ForgeAnswered, ForgeError, ForgeUnavailable
+from ..records import record
 from . import origins, rules
 from .auth import Credentials, api_host, known_pool
 from .flight import SingleFlight
@@ -79,7 +79,7 @@ def _told(status: int, marks: Mapping[str, Any], counted: bool) -> str:
     return f"{status}, {'counted' + (f' ({cost})' if cost > 1 else '') if counted else 'not counted'}"
 
 
-@dataclass
+@record
 class Answer:
     """What a call produced. ``from_kept``: the body is the kept one (GitHub said 304, or a shared flight)."""
 

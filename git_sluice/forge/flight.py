@@ -13,11 +13,12 @@ told so (``CallTimedOut``, nothing sent).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import httpx
 
 from ..errors import CallTimedOut
+from ..records import record
 from .kept import FlightLock
 from .road import META, SHARED, Call, KeptLayer, Waits, call_of, kept_response
 
@@ -26,7 +27,7 @@ log = logging.getLogger("git_sluice")
 LOCK_POLL = 0.05  # real seconds between tries of another process's lock
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class SingleFlight(KeptLayer):
     waits: Waits
     patience: float = field(default=90.0, kw_only=True)

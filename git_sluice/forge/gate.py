@@ -27,10 +27,11 @@ Why each part exists:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any, Literal
 
 from git_sluice.forge import rules
+from ..records import record
 
 Phase = Literal["open", "paused", "probing", "ramp"]
 PermitKind = Literal["normal", "probe", "cohort"]
@@ -51,7 +52,7 @@ _KINDS = ("normal", "probe", "cohort")
 _AUTHORITATIVE = ("retry-after", "reset")
 
 
-@dataclass
+@record
 class InFlight:
     """A permit handed out and not yet handed back."""
 
@@ -62,7 +63,7 @@ class InFlight:
     cohort: int | None = None  # the cohort serial a cohort permit was admitted to
 
 
-@dataclass
+@record
 class GateState:
     """Everything the machine knows about one (pool, resource); JSON-able via to_dict/from_dict."""
 
@@ -158,19 +159,19 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Grant:
     kind: PermitKind
     epoch: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Wait:
     until: float
     reason: WaitReason
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finished:
     """How a permitted call ended. ``until``/``cls``/``how`` only for throttle and spent."""
 

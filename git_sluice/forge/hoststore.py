@@ -29,13 +29,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
 from .. import paths
 from ..clock import Clock
 from ..errors import HostStoreError as HostStoreError
+from ..records import record
 from . import gate, rules
 
 log = logging.getLogger("git_sluice")
@@ -102,7 +102,7 @@ _SCHEMA_PROBES = (
 another schema is told apart at once, not at the first query that needs a missing column."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Permit:
     """Leave to send one call; ``start`` it just before the wire and ``finish`` it after.
 
@@ -119,7 +119,7 @@ class Permit:
     enforce: bool = True
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Wait:
     """No call now for (pool, resource); ask again at ``until``."""
 
@@ -129,7 +129,7 @@ class Wait:
     reason: str  # paused | probe | ramp
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Outcome:
     """How a permitted call ended; the verdict lets ``finish`` compute the pause end."""
 
@@ -137,7 +137,7 @@ class Outcome:
     verdict: rules.Verdict | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PauseView:
     """A pause (or a ramp after one) as a person or the fleet should see it."""
 
@@ -158,7 +158,7 @@ class PauseView:
     cohort_size: int | None = None  # during the ramp: the size of the cohort now admitted
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BudgetRow:
     pool: str
     resource: str

@@ -38,10 +38,11 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from ..records import record
 from ..statefile import JsonDocument, write_atomic
 
 log = logging.getLogger("git_sluice")
@@ -71,7 +72,7 @@ def failure_backoff(count: int) -> float:
     return min(FAILURE_BASE * float(2**steps), FAILURE_CAP)
 
 
-@dataclass
+@record
 class KeptBody:
     """The last full answer: status, the kept headers and the body bytes."""
 
@@ -82,7 +83,7 @@ class KeptBody:
     body: bytes = b""
 
 
-@dataclass
+@record
 class Meta:
     """What is known of one address: its validators (from the kept body) and its failure memory."""
 

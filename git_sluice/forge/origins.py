@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-from dataclasses import dataclass
 from urllib.parse import urlsplit
+from ..records import record
 
 DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Origin:
     scheme: str
     host: str

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..records import record
 from ..statefile import JsonDocument
 
 log = logging.getLogger("git_sluice")
@@ -32,7 +32,7 @@ _MAX_ENTRIES = 1000  # the file is ours, but only a file: a bounded read
 How = Literal["known", "paused", "provisional", "ask"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Standing:
     """A pause as the choice needs it: whose, which resource, until when, enforced or only observed."""
 
@@ -42,7 +42,7 @@ class Standing:
     observe_only: bool = False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Choice:
     """``pool`` None with ``how`` "ask": nothing stands, so GitHub may be asked who the token is."""
 

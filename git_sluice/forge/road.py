@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import httpx
 
 from ..clock import Clock, SystemClock
 from ..errors import Interrupted
+from ..records import record
 from .kept import KeptAnswers, KeptBody, Meta
 
 CALL = "sluice_call"  # request: the Call below
@@ -31,7 +32,7 @@ REVALIDATED = "hishel_revalidated"  # response: GitHub said 304 for it
 STORED = "hishel_stored"  # response: this answer was kept
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class KeptLayer(httpx.BaseTransport):
     """A layer that reads the kept answers: the next layer down, the kept answers, the clock, the counters.
 
@@ -45,7 +46,7 @@ class KeptLayer(httpx.BaseTransport):
     stats: Stats
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Call:
     """One call's options: its kept-answer address, whether to wait out a pause, and until when."""
 
@@ -70,7 +71,7 @@ def meta_of(request: httpx.Request, kept: KeptAnswers) -> Meta:
     return kept.meta(address)
 
 
-@dataclass
+@record
 class Stats:
     """What this client did, for a round's report and the tests."""
 

@@ -22,9 +22,10 @@ import datetime as _dt
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
+from ..records import record
 
 FALLBACK_BASE = 60.0
 FALLBACK_CAP = 900.0
@@ -50,7 +51,7 @@ _GRAPHQL_LIMIT_TYPES = frozenset({"RATE_LIMITED", "RATE_LIMIT"})
 _GRAPHQL_LIMIT_CODES = frozenset({"graphql_rate_limit"})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RateHeaders:
     """The ``x-ratelimit-*`` headers of one answer; a field is None when absent or garbage."""
 
@@ -138,7 +139,7 @@ def resource_for(method: str, path: str) -> str:
     return "core"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Verdict:
     """What one answer means for the allowance of its (pool, resource).
 

@@ -29,8 +29,8 @@ import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from ..records import record
 
 log = logging.getLogger("git_sluice")
 
@@ -40,7 +40,7 @@ _EXPIRY_PREFIX = "sluice-expires-"
 _HELPER_TIMEOUT = 10.0  # real seconds for one talk with the daemon
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Shared:
     token: str
     expires_at: float

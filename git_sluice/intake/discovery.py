@@ -8,9 +8,9 @@ The decision itself (:func:`due`) is pure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..records import record
 from ..statefile import JsonDocument
 
 LOCAL_MOVEMENT_REASONS = frozenset({"push", "opened", "moved"})
@@ -19,13 +19,13 @@ SLACK = 2.0
 (measured at defaults: every 120 s, not 60, as the driver's sleep starts before its round records the asking)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LastAsked:
     asked_at: float
     rev: str | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Due:
     ask: bool
     why: str

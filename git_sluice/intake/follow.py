@@ -21,15 +21,15 @@ is decided here:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from .request import Request
+from ..records import record
 
 Step = Literal["same", "draft", "gone", "read", "still"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Seen:
     """What the wait last took in: the answers' epoch and tick, and the request as it was then."""
 

@@ -11,11 +11,11 @@ untouched for a day is dropped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..jsonshape import field_map
+from ..records import record
 from ..statefile import JsonDocument
 from .follow import Seen
 
@@ -23,7 +23,7 @@ FORGET = 86400.0
 MAX_FOLLOWED = 500
 
 
-@dataclass
+@record
 class Followed:
     """One wait's memory of its request (see the module)."""
 

@@ -29,10 +29,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, cast
 
 from ..jsonshape import field_list, field_map
+from ..records import record
 from .request import Request
 
 if TYPE_CHECKING:  # graphql-core is loaded only to price a query: a quiet round sends none (issue 15)
@@ -298,7 +299,7 @@ def node_count(query: str, variables: Mapping[str, Any] | None = None) -> int:
 # ------------------------------------------------------------------- answers
 
 
-@dataclass
+@record
 class ParseResult:
     """What one answer (or several merged) gave: readings, what was skipped and why, the budget."""
 

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock
 from ..errors import CredentialsRefused, Interrupted, SluiceError
 from ..jsonshape import field_map
+from ..records import record
 from ..statefile import file_lock, try_acquire
 from . import pace as pacing
 from . import watch as w
@@ -59,7 +60,7 @@ STALE_GRACE = 15.0
 (stopped, paused, stuck), and every round asks for itself, the old way, until it ticks again."""
 
 
-@dataclass
+@record
 class BaseView:
     """One base's part of the last tick (what a round reads instead of asking the list)."""
 
@@ -87,7 +88,7 @@ class BaseView:
         return epoch != self.epoch or changed > since
 
 
-@dataclass
+@record
 class TickReport:
     tick: int
     rest_lists: int = 0

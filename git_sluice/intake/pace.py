@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol
+from ..records import record
 
 WINDOW = 3600.0
 """GitHub's primary windows last an hour (core and GraphQL alike)."""
@@ -25,7 +25,7 @@ MIN_ELAPSED = 300.0
 """A window's first minutes say little about its rate: the spend is spread over at least this long."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Pace:
     """A pool's projected spend at its reset, and how much the watch stretches its tick for it."""
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 TYPE_CHECKING = False  # typing's own flag, without importing typing (issue 15: ~2 ms of queue's start-up)
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 from urllib.parse import quote, unquote
 
 from ..clock import parse_rfc3339, rfc3339
+from ..records import record
 from ..statefile import file_lock, held, load_json, write_atomic
 from .headmarks import MARKS_DIR, sync_marks
 from .request import Request, request_fields
@@ -89,7 +90,7 @@ def derive_state(
 # --------------------------------------------------------------------- entry
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class Entry(Request):
     """One taken-in request as the queue keeps it: the request, its verdict, when (epoch seconds).
 
@@ -195,7 +196,7 @@ def entry_from_reading(
 # ------------------------------------------------------------------ document
 
 
-@dataclass
+@record
 class QueueDoc:
     """One branch's queue; ``withdrawn_by`` names the host whose lease made this one let go."""
 

@@ -27,10 +27,11 @@ Every open request is in exactly one of ``to_read``, ``to_check``,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..jsonshape import field_list, field_map
+from ..records import record
 from .queue import Entry
 from .request import Request
 
@@ -99,7 +100,7 @@ def draft_entry(item: Request, previous: Entry | None, now: float) -> Entry:
     )
 
 
-@dataclass
+@record
 class ReadingPlan:
     """What this round asks about each request (see the module docstring)."""
 

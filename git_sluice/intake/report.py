@@ -6,15 +6,16 @@ without importing what a round needs (graphql-core, httpx, the forge).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 from typing import Any
 
 from ..clock import rfc3339
+from ..records import record
 from ..statefile import JsonDocument
 
 
-@dataclass
+@record
 class RoundReport:
     """What a round did, or why it did nothing; printed by ``intake`` and kept for ``status``."""
 

@@ -11,13 +11,14 @@ for all three means one set of names and no copier to keep in step with it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
+from ..records import record
 TYPE_CHECKING = False  # typing's own flag, without importing typing (issue 15: ~2 ms of queue's start-up)
 if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Request:
     """A pull request: what the list says, and (after a GraphQL read) what a reading adds."""
 

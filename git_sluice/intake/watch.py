@@ -31,10 +31,11 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from ..clock import parse_rfc3339
+from ..records import record
 from .graphql import FRAGMENT_NAME, PR_FRAGMENT, MalformedNode, reading_from_node
 from .request import Request
 
@@ -85,7 +86,7 @@ def due(next_at: float | None, now: float) -> bool:
 # -------------------------------------------------------- a repository's mode
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RepoMode:
     """How the watch asks one repository (kept in the watch's answers between ticks)."""
 
@@ -123,7 +124,7 @@ def after_graphql(mode: RepoMode, fingerprint: tuple[Any, ...] | None) -> RepoMo
 # ------------------------------------------------------------- waiting heads
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HeadRecord:
     """What the watch knows of one waiting head."""
 
@@ -290,7 +291,7 @@ def recent_size(targets: Sequence[Target]) -> int:
     return max(0, min(RECENT_MAX, room // (REQUESTS_PER_READING * firsts)))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     """One repository's base the query reads (``cursor``: a later page of a base past 100 requests)."""
 
@@ -344,7 +345,7 @@ def build_watch_query(targets: Sequence[Target], *, recent: int | None = None) -
     return text, variables
 
 
-@dataclass
+@record
 class TargetAnswer:
     """One target's part of the answer."""
 

@@ -30,11 +30,12 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..jsonshape import field_list, field_map
+from ..records import record
 from ..statefile import JsonDocument
 from .request import Request
 
@@ -54,7 +55,7 @@ def group_of(api: str, graphql: str, pool: str) -> str:
     return hashlib.sha256(f"{api.rstrip('/')}\n{graphql}\n{pool}".encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HeadInterest:
     """A head some clone waits on (from its queue)."""
 
@@ -66,7 +67,7 @@ class HeadInterest:
     checks_state: str | None
 
 
-@dataclass
+@record
 class RepoInterest:
     """What the group's clones take in of one repository."""
 

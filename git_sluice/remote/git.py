@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from ..clock import Clock, default_clock
 from ..errors import RemoteRefused as RemoteRefused, RemoteUnreachable as RemoteUnreachable
 from ..gitcli import INTERNAL_ENV, GitFailed, scrub
+from ..records import record
 from ..repo import Repo
 
 LEGACY_REFSPEC = "+refs/sluice/*:refs/sluice/*"
@@ -91,7 +91,7 @@ _LOCAL_CONTENTION = (
 
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CasUpdate:
     """Move ``ref`` to ``new`` only if the remote holds ``expected``.
 
@@ -103,7 +103,7 @@ class CasUpdate:
     expected: str | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RefOutcome:
     """What the remote said about one ref of a push (one ``--porcelain`` line)."""
 

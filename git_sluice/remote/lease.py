@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from dataclasses import dataclass
+from ..records import record
+
 
 LEASE_PREFIX = "refs/sluice/intake/"
 MARK_ROLES = ("driver", "wait")
@@ -99,7 +100,7 @@ def check_host(kind: str, value: str) -> str:
     return value
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LeaseRecord:
     """What a lease ref's commit message says: who holds, as what, for how long."""
 
@@ -153,7 +154,7 @@ class LeaseRecord:
         return LeaseRecord(self.holder, role, lease, (self.renewal + 1) % RENEWAL_CYCLE, version)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Mark:
     """The object a lease ref points at; ``record`` None means garbage of unknown holder."""
 
@@ -165,7 +166,7 @@ class Mark:
         return self.record is None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Observation:
     """When this host first saw ``oid`` at a ref, on its monotonic clock of boot ``boot_id``."""
 
@@ -177,7 +178,7 @@ class Observation:
     unchanged only up to then. None: no fetch succeeded in this boot (issue #14, point 11)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Decision:
     """What to do about one branch's mark, and why (the reason is shown to people).
 
@@ -274,7 +275,7 @@ def decide(
     return Decision("defer", f"held by {holder} ({seen})")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LeaseView:
     """One branch's lease as this host sees it (for rounds, ``status`` and tests).
 

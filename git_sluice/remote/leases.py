@@ -11,12 +11,12 @@ pushing again in the same call.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..clock import Clock
 from ..errors import RemoteRefused
+from ..records import record
 from .lease import (
     MARK_ROLES,
     RECORD_TIME,
@@ -54,7 +54,7 @@ def _not_a_race(remote: str, ref: str, said: str) -> str:
 _DONE = {"take": "took the lease", "renew": "renewed the lease", "take_over": "took the lease over"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Assessment:
     branch: str
     mark: Mark | None

@@ -18,13 +18,13 @@ import dataclasses
 import math
 import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 from typing import Protocol
 
 from .. import __version__
 from ..clock import Clock
 from ..config import redact_url
 from ..errors import PublishFailed as PublishFailed
+from ..records import record
 from ..repo import Repo
 from .git import CasUpdate, RemoteGit, RemoteRefused
 from .lease import check_host, check_name, format_seconds, parse_trailers
@@ -50,7 +50,7 @@ def pause_ref(pool: str, resource: str) -> str:
     return f"{PAUSE_PREFIX}{check_component('pool id', pool)}/{check_component('resource', resource)}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PauseNote:
     """One (pool, resource) pause as published: until when, why, which epoch, who saw it."""
 

@@ -8,13 +8,14 @@ so the wording and the thresholds are tested without a network, git or store.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...config import KNOWN_KEYS
 from ...durations import format_duration
 from ...errors import AllowanceSpent, ConfigError, local_time
 from ...gitcli import parse_version
+from ...records import record
 
 if TYPE_CHECKING:  # the checks are pure: facts in, verdicts out; nothing of the road is loaded
     from ...forge.hoststore import BudgetRow, PauseView
@@ -33,7 +34,7 @@ SCRATCH_PREFIX = "refs/sluice/doctor/"
 # ============================================================================ data
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Check:
     """One line of the report."""
 
@@ -50,7 +51,7 @@ class Check:
         return {"name": self.name, "status": self.status, "found": self.found, "advice": self.advice}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BudgetLine:
     """One (pool, resource) allowance as doctor knows it, and where from."""
 
@@ -69,7 +70,7 @@ class BudgetLine:
         return asdict(self)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Projection:
     """This host's hourly spend if every discovery round costs what the last measured one did."""
 
@@ -100,7 +101,7 @@ class Projection:
         }
 
 
-@dataclass
+@record
 class Diagnosis:
     """Everything doctor found; ``failed`` decides the exit status (warnings do not fail)."""
 
@@ -259,7 +260,7 @@ def access_check(
     return Check(name, "warn", f"GitHub answered {status} for {repository}", "run git sluice doctor again later")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HookState:
     """What is installed for one hook, gathered by :func:`gather_hooks`."""
 
@@ -337,7 +338,7 @@ def refspec_check(remote: str, fetch_specs: Sequence[str]) -> Check:
     return Check(name, "ok", f"{key} leaves refs/sluice/* to the rounds' own fetch")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ScratchTrial:
     """The outcome of creating then deleting ``refs/sluice/doctor/<host>`` on the remote."""
 

@@ -19,7 +19,7 @@ import logging
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,7 @@ from ... import gitcli
 from ...clock import Clock, default_clock
 from ...config import DEFAULT_API, Settings, load_settings
 from ...errors import AllowanceSpent, ConfigError, SluiceError
+from ...records import record
 if TYPE_CHECKING:  # at run time each is imported where it is used: doctor starts light
     import httpx
 
@@ -201,7 +202,7 @@ def diagnose(
     return diagnosis.redacted(secrets)
 
 
-@dataclass
+@record
 class _Gathered:
     """What one section learned that a later one needs."""
 
