@@ -69,7 +69,7 @@ def queue(path: str | Path = ".", branch: str | None = None) -> dict[str, Any]:
     from .repo import Repo
 
     repo = Repo.discover(path)
-    settings = load_settings(repo.workdir or repo.git_dir)
+    settings = load_settings(repo.workdir or repo.git_dir, refs=repo.refs)
     doc = QueueStore(repo.sluice_dir).load(branch or settings.branches[0])
     if doc.repository is None:
         doc.repository = settings.repository

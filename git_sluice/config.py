@@ -36,6 +36,7 @@ from .durations import parse_duration
 from . import gitcli
 from .errors import ConfigError, NoRemote, NotARepository, SluiceError, UnknownKey
 from .records import record
+from .reffiles import RefFiles
 
 KNOWN_KEYS: tuple[str, ...] = (
     "sluice.remote",
@@ -402,19 +403,29 @@ def read_once() -> Iterator[None]:
         _read_once = outer
 
 
-def _read_repository(root: Path) -> tuple[dict[str, list[_Value]], dict[str, str], list[tuple[str, str]]]:
+def _files_remote_refs(refs: RefFiles) -> list[tuple[str, str]]:
+    """What :data:`_REFS_READ` lists, read from the ref files of a repository already found."""
+    return [(name, refs.target(name) or "") for name in refs.names_under("refs/remotes/")]
+
+
+def _read_repository(root: Path, refs: RefFiles | None = None,
+                     ) -> tuple[dict[str, list[_Value]], dict[str, str], list[tuple[str, str]]]:
     key = str(root)
     if _read_once is not None and key in _read_once:
         values, remote_urls, remote_refs = _read_once[key]
         return dict(values), dict(remote_urls), list(remote_refs)
-    # the two gits run side by side (issue 15); their answers are read in this order
-    config = _start(root, _CONFIG_READ)
-    refs = _start(root, _REFS_READ)
-    try:
-        values, remote_urls = _read_config(root, config)  # first: a broken config file is a config error
-    finally:
-        refs.result()  # reaped whatever the config said
-    remote_refs = _remote_refs(root, refs)  # also proves this is a repository
+    if refs is not None:  # the repository is found already: its remote-tracking refs cost no git (issue 15)
+        values, remote_urls = _read_config(root)
+        remote_refs = _files_remote_refs(refs)
+    else:
+        # the two gits run side by side (issue 15); their answers are read in this order
+        config = _start(root, _CONFIG_READ)
+        listing = _start(root, _REFS_READ)
+        try:
+            values, remote_urls = _read_config(root, config)  # first: a broken config file is a config error
+        finally:
+            listing.result()  # reaped whatever the config said
+        remote_refs = _remote_refs(root, listing)  # also proves this is a repository
     if _read_once is not None:
         _read_once[key] = (dict(values), dict(remote_urls), list(remote_refs))
     return values, remote_urls, remote_refs
@@ -429,15 +440,19 @@ def remote_url(repo_dir: Path | str, remote: str) -> str | None:
     return remote_urls.get(remote)
 
 
-def load_settings(repo_dir: Path | str, *, need_branches: bool = True) -> Settings:
+def load_settings(repo_dir: Path | str, *, need_branches: bool = True, refs: RefFiles | None = None) -> Settings:
     """Read and validate every ``sluice.*`` setting for the repository at ``repo_dir``.
+
+    ``refs``: the ref files of the repository, found already (a session's
+    :class:`~.repo.Repo`): its remote-tracking refs are read from them
+    instead of by a ``git for-each-ref``.
 
     With ``need_branches=False`` (commands that take no branch in, such as
     ``git sluice api``) an undeterminable default branch is not an error and
     configured branches are not checked against the remote-tracking refs.
     """
     root = Path(repo_dir)
-    values, remote_urls, remote_refs = _read_repository(root)
+    values, remote_urls, remote_refs = _read_repository(root, refs)
 
     unknown = sorted(key for key in values if key not in _CANONICAL)
     if unknown:

@@ -113,8 +113,8 @@ class RefFiles:
         target = held[len("ref:") :].strip()
         return target if valid_name(target) else None
 
-    def under(self, prefix: str) -> dict[str, str]:
-        """Every ref whose name starts with ``prefix`` (e.g. ``refs/sluice/pause/``), resolved."""
+    def names_under(self, prefix: str) -> list[str]:
+        """Every ref name starting with ``prefix``, loose or packed, sorted as ``for-each-ref`` lists them."""
         names = {name for name in self.packed() if name.startswith(prefix) and valid_name(name)}
         folder = prefix.rpartition("/")[0] if prefix.startswith("refs/") else "refs"
         base = self._dir_of(folder + "/")
@@ -126,8 +126,12 @@ class RefFiles:
                 name = f"{rel}/{file}" if rel != "." else file
                 if name.startswith(prefix) and valid_name(name) and "/" in name:
                     names.add(name)
+        return sorted(names)
+
+    def under(self, prefix: str) -> dict[str, str]:
+        """Every ref whose name starts with ``prefix`` (e.g. ``refs/sluice/pause/``), resolved."""
         found: dict[str, str] = {}
-        for name in sorted(names):
+        for name in self.names_under(prefix):
             oid = self.read(name)
             if oid is not None:
                 found[name] = oid

@@ -146,3 +146,21 @@ def test_any_mix_of_loose_packed_and_deleted_refs_reads_as_git_reads_it(
         said = git(repo, "rev-parse", "--verify", "-q", ref, check=False) or None
         assert reader.read(ref) == said, ref
         assert valid_name(ref)
+
+
+def test_the_settings_read_the_remote_tracking_refs_from_the_files_as_for_each_ref_lists_them(
+        github_clone: Path) -> None:
+    """A session has found the clone already: its settings cost one git (config), not two (issue 15)."""
+    from git_sluice import config
+
+    a = _commit(github_clone, "a")
+    for name in ("refs/remotes/origin/feature/x", "refs/remotes/origin/release-1", "refs/remotes/upstream/main"):
+        git(github_clone, "update-ref", name, a)
+    git(github_clone, "pack-refs", "--all")
+    git(github_clone, "update-ref", "refs/remotes/origin/zz-loose", a)
+    git(github_clone, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
+    repo = Repo.discover(github_clone)
+    listed = config._remote_refs(github_clone)
+    assert config._files_remote_refs(repo.refs) == listed
+    assert ("refs/remotes/origin/HEAD", "refs/remotes/origin/main") in listed
+    assert config.load_settings(github_clone, refs=repo.refs) == config.load_settings(github_clone)

@@ -302,7 +302,7 @@ def taken_in(repo: Repo) -> tuple[str, list[str]]:
 
     root = repo.workdir if repo.workdir is not None else repo.git_dir
     try:
-        settings = load_settings(root, need_branches=False)
+        settings = load_settings(root, need_branches=False, refs=repo.refs)
         if settings.branches:
             return settings.remote, list(settings.branches)
         remote = settings.remote

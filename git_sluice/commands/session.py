@@ -178,7 +178,7 @@ def open_session(
     """
     clock = clock or default_clock()
     repo = Repo.discover(path)
-    settings = load_settings(repo.workdir or repo.git_dir, need_branches=need_branches)
+    settings = load_settings(repo.workdir or repo.git_dir, need_branches=need_branches, refs=repo.refs)
     state_dir = host_state_dir()
     credentials = credentials_from_settings(
         api=settings.api,
