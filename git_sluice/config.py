@@ -405,7 +405,7 @@ def read_once() -> Iterator[None]:
 
 def _files_remote_refs(refs: RefFiles) -> list[tuple[str, str]]:
     """What :data:`_REFS_READ` lists, read from the ref files of a repository already found."""
-    return [(name, refs.target(name) or "") for name in refs.names_under("refs/remotes/")]
+    return [(name, target or "") for name, target in refs.listing("refs/remotes/")]
 
 
 def _read_repository(root: Path, refs: RefFiles | None = None,

@@ -33,14 +33,18 @@ _PSEUDO = re.compile(r"[A-Z][A-Z_]*")  # HEAD, ORIG_HEAD, FETCH_HEAD: the only n
 
 
 def valid_name(name: str) -> bool:
-    """git's check-ref-format rules for a full ref name (a pseudo ref such as ``HEAD`` included)."""
-    if not name or name.startswith("/") or name.endswith("/") or name.endswith("."):
+    """git's check-ref-format rules for a full ref name (a pseudo ref such as ``HEAD`` included).
+
+    String tests only: a listing checks every name it finds, 500 of them in a big clone.
+    """
+    if not name or name[0] == "/" or name[-1] in "/." or _BAD_CHARS.search(name) or name == "@":
         return False
-    if ".." in name or "//" in name or "@{" in name or name == "@" or _BAD_CHARS.search(name):
+    if ".." in name or "//" in name or "@{" in name:
         return False
     if "/" not in name:
         return _PSEUDO.fullmatch(name) is not None
-    return all(part and not part.startswith(".") and not part.endswith(".lock") for part in name.split("/"))
+    # no component may start with "." or end with ".lock" (empty ones are "//", a leading or trailing "/")
+    return not (name[0] == "." or "/." in name or name.endswith(".lock") or ".lock/" in name)
 
 
 def _per_worktree(name: str) -> bool:
@@ -113,9 +117,11 @@ class RefFiles:
         target = held[len("ref:") :].strip()
         return target if valid_name(target) else None
 
-    def names_under(self, prefix: str) -> list[str]:
-        """Every ref name starting with ``prefix``, loose or packed, sorted as ``for-each-ref`` lists them."""
-        names = {name for name in self.packed() if name.startswith(prefix) and valid_name(name)}
+    def listing(self, prefix: str) -> list[tuple[str, str | None]]:
+        """``(name, symbolic target or None)`` of every ref starting with ``prefix``, sorted as
+        ``for-each-ref`` lists them. Only loose refs are read: git never packs a symbolic one."""
+        found: dict[str, str | None] = {
+            name: None for name in self.packed() if name.startswith(prefix) and valid_name(name)}
         folder = prefix.rpartition("/")[0] if prefix.startswith("refs/") else "refs"
         base = self._dir_of(folder + "/")
         top = base / folder
@@ -124,9 +130,19 @@ class RefFiles:
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             for file in files:
                 name = f"{rel}/{file}" if rel != "." else file
-                if name.startswith(prefix) and valid_name(name) and "/" in name:
-                    names.add(name)
-        return sorted(names)
+                if not (name.startswith(prefix) and "/" in name and valid_name(name)):
+                    continue
+                try:
+                    held = (base / name).read_text(encoding="utf-8", errors="replace").strip()
+                except OSError:
+                    continue  # gone since the walk saw it (a packed value, if any, stands)
+                target = held[len("ref:") :].strip() if held.startswith("ref:") else None
+                found[name] = target if target is None or valid_name(target) else None
+        return sorted(found.items())
+
+    def names_under(self, prefix: str) -> list[str]:
+        """Every ref name starting with ``prefix``, loose or packed, sorted."""
+        return [name for name, _ in self.listing(prefix)]
 
     def under(self, prefix: str) -> dict[str, str]:
         """Every ref whose name starts with ``prefix`` (e.g. ``refs/sluice/pause/``), resolved."""

@@ -164,3 +164,11 @@ def test_the_settings_read_the_remote_tracking_refs_from_the_files_as_for_each_r
     assert config._files_remote_refs(repo.refs) == listed
     assert ("refs/remotes/origin/HEAD", "refs/remotes/origin/main") in listed
     assert config.load_settings(github_clone, refs=repo.refs) == config.load_settings(github_clone)
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.text(alphabet="refs/ab.-_lock@{}~^:?*[\\ \x01", min_size=1, max_size=14))
+def test_valid_name_agrees_with_git_check_ref_format(name: str) -> None:
+    full = name if name.startswith("refs/") else "refs/" + name
+    said = subprocess.run(["git", "check-ref-format", full], capture_output=True).returncode == 0
+    assert valid_name(full) == said, full

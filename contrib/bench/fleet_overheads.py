@@ -137,14 +137,30 @@ def in_drive_cpu(w: World, host: Any, name: str, samples: int = 3) -> dict[str, 
     return {"cpu": _median(cpu), "calls": _median(calls), "samples": samples}
 
 
+# What a process that calls GitHub pays before any work of git-sluice's own: the interpreter, httpx
+# imported as git_sluice imports it (its command line marked absent) and the transport a forge builds
+# (loopback: no certificate store), measured beside the rows, so the floor of a fresh round is a figure.
+HTTPX_FLOOR = (
+    "import sys; sys.modules['httpx._main'] = None\n"
+    "import ssl, httpx\n"
+    "httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))\n"
+)
+
+
 def python_baseline(samples: int = 5) -> dict[str, Any]:
-    """A bare ``python -c pass`` (this interpreter): what any Python command costs before its own work."""
-    wall, cpu = [], []
+    """A bare ``python -c pass`` (this interpreter): what any Python command costs before its own work.
+
+    Beside it, the same interpreter importing httpx and building its transport
+    (:data:`HTTPX_FLOOR`): the part of a fresh round's CPU that is the HTTP
+    library's, before git-sluice does anything.
+    """
+    wall, cpu, floor = [], [], []
     for _ in range(max(samples, 1)):
         run = measured_run([sys.executable, "-c", "pass"], Path.cwd(), None)  # type: ignore[arg-type]
         wall.append(run.wall)
         cpu.append(run.cpu)
-    return {"wall": _median(wall), "cpu": _median(cpu), "samples": len(wall)}
+        floor.append(measured_run([sys.executable, "-c", HTTPX_FLOOR], Path.cwd(), None).cpu)  # type: ignore[arg-type]
+    return {"wall": _median(wall), "cpu": _median(cpu), "samples": len(wall), "httpx_cpu": _median(floor)}
 
 
 def command_walls(samples: int = 5) -> dict[str, Any]:

@@ -542,7 +542,10 @@ def s6_overheads(p: Profile, base: Base) -> Scenario:
         sc.rows.append(Row(f"quiet round over {n} open requests, fresh process, CPU", pyname, ms(py_cpu),
                            ms(quiet["cpu"]), unit="ms", rankable=False, show_ratio=False,
                            note=f"{times(quiet['cpu'], py_cpu)}; {quiet['requests']} calls, "
-                                f"{quiet['counted_rest']} counted; before (issue 15) 2.16 s (0.78 s on an idle machine); goal ≤ 300 ms (≤ 6× `python -c pass`)"))
+                                f"{quiet['counted_rest']} counted; before (issue 15) 2.16 s (0.78 s on an idle machine); goal ≤ 300 ms (≤ 6× `python -c pass`)"
+                                + (f"; of it, `python -c` importing httpx and building its transport alone: "
+                                   f"{ms(py.get('httpx_cpu'))} ms ({times(py.get('httpx_cpu'), py_cpu)})"
+                                   if py.get("httpx_cpu") else "")))
     drv = rc.get("in_drive") or {}
     sc.rows.append(Row(f"the same round inside a running `drive`, CPU", pyname, ms(py_cpu), ms(drv.get("cpu")),
                        unit="ms", rankable=False, show_ratio=False,
@@ -601,6 +604,11 @@ def s6_overheads(p: Profile, base: Base) -> Scenario:
         sc.notes.append("hook round failures: " + "; ".join(ho["hook_round_failures"]))
     sc.notes.append(f"`python -c pass` here: {ms(py_wall)} ms wall, {ms(py_cpu)} ms CPU (median of "
                     f"{py['samples']}), measured in this run beside the rows it stands by.")
+    if py.get("httpx_cpu"):
+        sc.notes.append(f"The same interpreter importing httpx as git-sluice does and building its transport "
+                        f"(`fleet_overheads.HTTPX_FLOOR`): {ms(py['httpx_cpu'])} ms CPU (median of {py['samples']}). "
+                        "A fresh round that calls GitHub pays it before any work of its own; git's own processes "
+                        "(`rev-parse`, `config`, the fetch and the remote's `upload-pack`) come on top.")
     sc.notes.append(f"The detached round a hook starts took {ho['hook_round_after_median'] or 0:.2f} s (median, "
                     "real time) after the git command had returned.")
     return sc
