@@ -269,7 +269,9 @@ class JsonDocument:
             yield data
             self.write(data)
 
-    def write(self, data: dict[str, Any]) -> None:
-        """Replace the whole document (callers that decide whether to write hold :meth:`locked`)."""
+    def write(self, data: dict[str, Any]) -> str:
+        """Replace the whole document (callers that decide whether to write hold :meth:`locked`); the text written."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        write_atomic(self.path, dump_json(data))
+        text = dump_json(data)
+        write_atomic(self.path, text)
+        return text

@@ -240,7 +240,10 @@ class Answers:
         return data
 
     def write(self, data: dict[str, Any]) -> None:
-        self.doc.write(data)
+        """Replace the answers with ``data``, which the caller hands over: it is what :meth:`peek` gives
+        next, unparsed, until the file changes (a drive's rounds then parse no tick's answers again)."""
+        text = self.doc.write(data)
+        self._peeked = (text.encode("utf-8"), data)
 
     @staticmethod
     def new_epoch() -> str:
