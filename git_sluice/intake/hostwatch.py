@@ -204,7 +204,9 @@ class HostWatch:
             self._wait_for_other(wait)
             return None
         try:
-            doc = self.answers.read()
+            # read only: a tick builds the next answers beside these (copy on write), never in them,
+            # so the peek's document serves, parsed once while the file stands (tests/intake/test_host_watch.py)
+            doc = self.answers.peek()
             now = self.clock.time()
             if w.due(doc.get("next_at") if isinstance(doc.get("next_at"), (int, float)) else None, now):
                 return self._tick(doc, now)
@@ -249,7 +251,7 @@ class HostWatch:
         return out
 
     def _join(
-        self, doc: dict[str, Any], joining: Mapping[str, tuple[set[str], list[HeadInterest]]], now: float
+        self, doc: Mapping[str, Any], joining: Mapping[str, tuple[set[str], list[HeadInterest]]], now: float
     ) -> TickReport:
         """The last tick, completed for what joined since (baseline lists by REST, new heads' checks)."""
         tick = int(doc["tick"])
@@ -290,7 +292,7 @@ class HostWatch:
                 return
         log.info("the host watch is busy in another process; rounds ask for themselves this tick")
 
-    def _tick(self, doc: dict[str, Any], now: float) -> TickReport:
+    def _tick(self, doc: Mapping[str, Any], now: float) -> TickReport:
         interests, interval = self.registry.interests(self.group, now)
         interval = interval or self.discovery
         epoch = doc.get("epoch") if isinstance(doc.get("epoch"), str) else Answers.new_epoch()
@@ -533,10 +535,10 @@ class HostWatch:
                 readings.setdefault(repo, {}).update(result.readings)
         for repository, bases in wanted.items():
             for base, numbers in bases.items():
-                part = new_repos[repository]["bases"][base]
-                part["readings"] = {
+                # a new part, never the last tick's: the answers it was built from are shared, read only
+                new_repos[repository]["bases"][base] = {**new_repos[repository]["bases"][base], "readings": {
                     str(n): reading_json(readings[repository][n]) for n in numbers if n in readings.get(repository, {})
-                }
+                }}
         report.read = {repo: sorted(r) for repo, r in readings.items()}
 
     # -- GraphQL ------------------------------------------------------------

@@ -19,6 +19,33 @@ from git_sluice.intake.queue import QueueStore
 from git_sluice.paths import host_state_dir
 from tests.gitutil import git, make_clone
 
+@pytest.fixture(autouse=True)
+def ticks_never_change_the_answers_they_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every tick of every test here checks it: the answers a tick reads are the peek's, shared, read only.
+
+    A tick builds the next answers beside the last ones (copy on write); were it to change
+    them in place, the next round's view would see a half-built tick (issue 15)."""
+    import copy
+
+    from git_sluice.intake.hostwatch import HostWatch
+
+    changed: list[str] = []  # kept here, not raised: the watch's callers log what a tick raises, and go on
+    for name in ("_tick", "_join"):
+        real = getattr(HostWatch, name)
+
+        def guarded(self, doc, *args, _real=real, _name=name, **kwargs):  # type: ignore[no-untyped-def]
+            before = copy.deepcopy(doc)
+            try:
+                return _real(self, doc, *args, **kwargs)
+            finally:
+                if doc != before:
+                    changed.append(_name)
+
+        monkeypatch.setattr(HostWatch, name, guarded)
+    yield changed
+    assert changed == [], f"{changed} changed the answers they read"
+
+
 TOKEN = "tok-alice"
 REPOS = ("o/r1", "o/r2", "o/r3", "o/r4")
 
