@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings as hsettings, strategies as hst
 
 from git_sluice.intake.request import Request
 from git_sluice.clock import parse_rfc3339, rfc3339
@@ -343,3 +344,45 @@ def replace_entry(entry: Entry, **changes: Any) -> Entry:
     from dataclasses import replace
 
     return replace(entry, **changes)
+
+
+_AWKWARD = hst.sampled_from(["", "x", '"entries":[]', 'a"b\\c', "é ü", "\x00"])
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(count=hst.integers(0, 12), repository=hst.one_of(hst.none(), _AWKWARD), branch=_AWKWARD.filter(bool),
+       holder=hst.one_of(hst.none(), _AWKWARD), withdrawn=hst.one_of(hst.none(), _AWKWARD), title=_AWKWARD,
+       read=hst.one_of(hst.none(), hst.just(T0)))
+def test_the_stored_text_is_json_dumps_of_the_stored_form_however_it_is_joined(
+        count: int, repository: str | None, branch: str, holder: str | None, withdrawn: str | None,
+        title: str, read: float | None) -> None:
+    """Issue 15: a save joins each entry's kept text; the file is byte for byte what json.dumps wrote before."""
+    from git_sluice.intake.queue import stored_text, to_document
+
+    doc = QueueDoc(repository, branch, holder, read,
+                   {n: make_entry(n, title=title + str(n)) for n in range(1, count + 1)}, withdrawn_by=withdrawn)
+    stored = to_document(doc)
+    stored["withdrawn_by"] = withdrawn
+    want = json.dumps(stored, separators=(",", ":")) + "\n"
+    first, kept = stored_text(doc, {})
+    again, _ = stored_text(doc, kept)
+    assert first == again == want
+    assert json.loads(first)["entries"] == stored["entries"]
+
+
+def test_a_save_encodes_only_the_entries_that_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = QueueStore(tmp_path)
+    entries = {n: make_entry(n) for n in range(1, 501)}
+    store.save(QueueDoc("o/r", "main", None, T0, dict(entries)))
+    encoded: list[int] = []
+    real = Entry.to_json
+
+    def counted(entry: Entry) -> dict[str, Any]:
+        encoded.append(entry.number)
+        return real(entry)
+
+    monkeypatch.setattr(Entry, "to_json", counted)
+    entries[7] = make_entry(7, title="moved")
+    store.save(QueueDoc("o/r", "main", None, T0 + 60, dict(entries)))  # a new read_at and one entry moved
+    assert encoded == [7]
+    assert store.load("main").entries[7].title == "moved" and store.load("main").read_at == T0 + 60
