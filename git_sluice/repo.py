@@ -41,14 +41,22 @@ def clone_dirs(path: str | os.PathLike[str] = ".", *, honour_env: bool = True) -
                       cwd=path, here=here)
     lines = done.stdout.splitlines()
     if done.returncode != 0 or len(lines) < 2:
-        # a bare clone has no top level: rev-parse says so and fails that one question
-        bare = gitcli.run(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"], cwd=path, here=here)
+        # a bare clone has no top level: rev-parse says so and fails that one question (so does a
+        # working clone asked from inside its .git folder)
+        bare = gitcli.run(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir",
+                           "--is-bare-repository"], cwd=path, here=here)
         lines = bare.stdout.splitlines()
-        if bare.returncode != 0 or len(lines) < 2:
+        if bare.returncode != 0 or len(lines) < 3:
             said = (done.stderr or bare.stderr).strip()
             if "refstorage" in said.lower() or "reftable" in said.lower():
                 raise ReftableUnsupported(Path(path).absolute())
             raise NotARepository(path, said)
+        if lines[2].strip() == "false" and Path(lines[0]).name == ".git":
+            top = gitcli.run(["rev-parse", "--path-format=absolute", "--show-toplevel"],
+                             cwd=Path(lines[0]).parent, here=True)
+            if top.returncode == 0 and top.stdout.strip():
+                return Path(lines[0]), Path(lines[1]), Path(top.stdout.strip())
+        return Path(lines[0]), Path(lines[1]), None
     workdir = Path(lines[2]) if len(lines) > 2 and lines[2] else None
     return Path(lines[0]), Path(lines[1]), workdir
 

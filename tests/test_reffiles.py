@@ -110,6 +110,8 @@ def test_a_bare_repository_and_an_explicit_path_beside_a_hooks_git_dir(repo: Pat
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     found = Repo.discover(bare)
     assert found.workdir is None and found.git_dir == bare.resolve() == found.common_dir
+    inside = Repo.discover(repo / ".git")  # from inside a working clone's .git: still that clone, work tree and all
+    assert inside.git_dir == (repo / ".git").resolve() and inside.workdir == repo.resolve()
     monkeypatch.setenv("GIT_DIR", str(bare))  # an explicit path wins over a hook's GIT_DIR
     assert Repo.discover(repo).git_dir == (repo / ".git").resolve()
     monkeypatch.chdir(tmp_path)
