@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import reprlib
+
 TYPE_CHECKING = False  # typing's own flag, without importing typing (the commands a dashboard polls do not)
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -140,14 +140,10 @@ class RefFiles:
                 found[name] = target if target is None or valid_name(target) else None
         return sorted(found.items())
 
-    def names_under(self, prefix: str) -> list[str]:
-        """Every ref name starting with ``prefix``, loose or packed, sorted."""
-        return [name for name, _ in self.listing(prefix)]
-
     def under(self, prefix: str) -> dict[str, str]:
         """Every ref whose name starts with ``prefix`` (e.g. ``refs/sluice/pause/``), resolved."""
         found: dict[str, str] = {}
-        for name in self.names_under(prefix):
+        for name, _ in self.listing(prefix):
             oid = self.read(name)
             if oid is not None:
                 found[name] = oid

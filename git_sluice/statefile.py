@@ -89,6 +89,14 @@ def dump_json(data: object) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n"
 
 
+def read_bytes(path: Path | str) -> bytes | None:
+    """The file's bytes, or None when it cannot be read (absent, a folder, no permission)."""
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
 def load_json(path: Path | str, parse: Callable[[Any], T], default: Callable[[], T], *, what: str) -> T:
     """``parse`` of the file's JSON; ``default()`` when it is absent or corrupt.
 

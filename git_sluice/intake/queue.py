@@ -32,7 +32,7 @@ from urllib.parse import quote, unquote
 
 from ..clock import parse_rfc3339, rfc3339
 from ..records import record
-from ..statefile import file_lock, held, load_json, write_atomic
+from ..statefile import file_lock, held, load_json, read_bytes, write_atomic
 from .headmarks import MARKS_DIR, sync_marks
 from .request import Request, request_fields
 
@@ -277,7 +277,7 @@ class QueueStore:
     def load(self, branch: str) -> QueueDoc:
         """The branch's queue; empty when absent, and when corrupt (logged, re-read from GitHub)."""
         path = self.path_for(branch)
-        raw = _read_bytes(path)
+        raw = read_bytes(path)
         kept = _DOCS.get(path)
         if raw is not None and kept is not None and kept[0] == raw:
             return _copy(kept[1])
@@ -289,7 +289,7 @@ class QueueStore:
             return doc
 
         doc = load_json(path, parse, lambda: QueueDoc(repository=None, branch=branch), what="queue")
-        if raw is not None and raw == _read_bytes(path):  # not replaced while it was read
+        if raw is not None and raw == read_bytes(path):  # not replaced while it was read
             _DOCS[path] = (raw, _copy(doc))
         return doc
 
@@ -334,7 +334,7 @@ class QueueStore:
                 lines.append(f"{branch} {number} {entry.head_ref} {entry.head_sha}")
                 heads.append(entry.head_ref)
         text = "".join(line + "\n" for line in lines)
-        if _read_bytes(self.heads_path) == text.encode("utf-8") and (
+        if read_bytes(self.heads_path) == text.encode("utf-8") and (
                 _MARKS_SYNCED.get(self.heads_path) == text or (self.sluice_dir / MARKS_DIR).is_dir()):
             # the heads file stands as it is, and so do the marks: they are made before it is written,
             # so a heads file already holding this text was written after its marks (issue 15: a fresh
@@ -393,13 +393,6 @@ def _forget_old() -> None:
     for table in (_DOCS, _ENCODED, _MARKS_SYNCED):
         while len(table) > _KEPT_FILES:
             table.pop(next(iter(table)))  # type: ignore[attr-defined]
-
-
-def _read_bytes(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
 
 
 def _as_stored(doc: QueueDoc) -> QueueDoc:

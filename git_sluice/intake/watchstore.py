@@ -36,7 +36,7 @@ from typing import Any
 
 from ..jsonshape import field_list, field_map
 from ..records import record
-from ..statefile import JsonDocument
+from ..statefile import JsonDocument, read_bytes
 from .request import Request
 
 REGISTRY_FORGET = 86400.0
@@ -228,14 +228,11 @@ class Answers:
         its base's view: three parses of a file that, over 500 requests, is
         120 KB of JSON (issue 15). Compared by content, never by time.
         """
-        try:
-            raw = self.doc.path.read_bytes()
-        except OSError:
-            raw = None
+        raw = read_bytes(self.doc.path)
         if raw is not None and self._peeked is not None and self._peeked[0] == raw:
             return self._peeked[1]
         data = self.doc.read()
-        if raw is not None and raw == _read_again(self.doc.path):  # not replaced while it was parsed
+        if raw is not None and raw == read_bytes(self.doc.path):  # not replaced while it was parsed
             self._peeked = (raw, data)
         return data
 
@@ -248,13 +245,6 @@ class Answers:
     @staticmethod
     def new_epoch() -> str:
         return os.urandom(8).hex()
-
-
-def _read_again(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
 
 
 def item_json(item: Request, *, labels_known: bool, inputs_known: bool = False) -> dict[str, Any]:
