@@ -285,3 +285,34 @@ def test_concurrent_fetches_with_the_hooks_never_fail(world: World) -> None:
         step.wait(timeout=60)
     world.wait_quiet(timeout=60)
     assert failures == []
+
+
+def _stop_marked(hook: Path, after: str, into: Path) -> Path:
+    """A copy of ``hook`` that exits 7 right after the line ``after``: reaching past it shows."""
+    lines = hook.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.strip() == after) + 1
+    into.write_text("".join(lines[:at] + ["exit 7\n"] + lines[at:]))
+    into.chmod(0o755)
+    return into
+
+
+def test_reference_transaction_ends_before_its_body_when_nothing_can_concern_it(world: World, tmp_path: Path) -> None:
+    """git runs the hook for every state of every transaction (a rebase: each step): the common
+    cases end before the shell reads the rest of the file, and a chained hook still sees them all."""
+    hook = world.work / ".git" / "hooks" / "reference-transaction"
+    ours = f"{'1' * 40} {'2' * 40} refs/remotes/origin/main\n"
+    a_commit = f"{'1' * 40} {'2' * 40} refs/heads/main\n{'1' * 40} {'2' * 40} HEAD\n"
+
+    def status(script: Path, state: str, stdin: str) -> int:
+        return subprocess.run([str(script), state], input=stdin.encode(), cwd=world.work, env=world.env,
+                              capture_output=True).returncode
+
+    first = _stop_marked(hook, '[ "${1:-}" = committed ] || [ -x "$0.legacy" ] || exit 0', tmp_path / "first")
+    assert [status(first, s, ours) for s in ("prepared", "aborted", "committed")] == [0, 0, 7]
+    (tmp_path / "first.legacy").write_text("#!/bin/sh\ncat >/dev/null\n")
+    (tmp_path / "first.legacy").chmod(0o755)
+    assert status(first, "prepared", ours) == 7  # a chained hook is run for every state
+
+    scanned = _stop_marked(hook, '[ -n "$cand" ] || exit $status', tmp_path / "scanned")
+    assert status(scanned, "committed", a_commit) == 0  # no ref of ours: ends right after reading its stdin
+    assert status(scanned, "committed", ours) == 7
