@@ -68,6 +68,12 @@ def round_cpu(requests: int = 500, changed: int = 5, samples: int = 1) -> dict[s
             intake("quiet")
             quiet.append(out["quiet"])
         out["quiet"] = sorted(quiet, key=lambda r: r["cpu"])[len(quiet) // 2]
+        splits = []
+        for _ in range(max(samples, 1)):
+            w.clock.advance(61)
+            splits.append(split_cpu_of_a_round(clone, env))
+        good = [s for s in splits if "error" not in s]
+        out["quiet_split"] = sorted(good, key=lambda s: s["python"] + s["git"])[len(good) // 2] if good else splits[0]
         w.clock.advance(61)
         out["sqlite_writes"] = sqlite_writes_of_a_round(clone, env)
         out["in_drive"] = in_drive_cpu(w, host, name, samples=max(samples, 3))
@@ -109,6 +115,32 @@ sys.argv = ["git-sluice", *argv]
 from git_sluice.entry import main
 sys.exit(main())
 """
+
+
+# A fresh git-sluice process that, as it exits, writes its own CPU and that of the processes it waited
+# for (git's: rev-parse, config, the fetch with the remote's upload-pack) to the file named by argv[1].
+SPLIT_CPU = r"""
+import atexit, json, resource, sys
+out, argv = sys.argv[1], sys.argv[2:]
+def report():
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(out, "w") as f:
+        json.dump({"python": me.ru_utime + me.ru_stime, "git": kids.ru_utime + kids.ru_stime}, f)
+atexit.register(report)
+sys.argv = ["git-sluice", *argv]
+from git_sluice.entry import main
+sys.exit(main())
+"""
+
+
+def split_cpu_of_a_round(clone: Path, env: dict[str, str]) -> dict[str, Any]:
+    """One quiet ``git sluice intake``'s CPU in two parts: the Python process's own, and git's processes'."""
+    path = clone.parent / "round-split.json"
+    path.unlink(missing_ok=True)
+    run = measured_run([sys.executable, "-c", SPLIT_CPU, str(path), "intake", "--json"], clone, env, timeout=600)
+    if run.returncode != 0 or not path.exists():
+        return {"error": run.stderr.decode(errors="replace").strip()[-300:] or "no split written"}
+    return dict(json.loads(path.read_text()))
 
 
 def sqlite_writes_of_a_round(clone: Path, env: dict[str, str]) -> dict[str, Any]:

@@ -512,6 +512,21 @@ def s5_freshness(s1: Scenario) -> Scenario:
     return sc
 
 
+def _split_note(split: dict[str, Any], py: dict[str, Any], times: Any, ms: Any) -> str:
+    """Where a fresh quiet round's CPU goes: git's processes, the interpreter and httpx, git-sluice's own."""
+    if "python" not in split:
+        return f"; split not measured: {split.get('error', 'no split')}" if split else ""
+    own, git = split["python"], split["git"]
+    floor = py.get("httpx_cpu")
+    text = (f"; split (a run of its own, `fleet_overheads.SPLIT_CPU`): the Python process {ms(own)} ms, "
+            f"git's processes {ms(git)} ms")
+    if floor:
+        text += (f"; git-sluice's own imports and work, above the httpx floor: {ms(own - floor)} ms "
+                 f"({times(own - floor, py['cpu'])}); the floor with git's processes, before any line of "
+                 f"git-sluice: {ms(floor + git)} ms ({times(floor + git, py['cpu'])})")
+    return text
+
+
 def s6_overheads(p: Profile, base: Base) -> Scenario:
     sc = Scenario("s6", "overheads: a round's CPU, start-up of `status` and `queue`, the hooks' added time "
                         "(issue 15's table, each beside `python -c pass` measured in this run)")
@@ -519,7 +534,8 @@ def s6_overheads(p: Profile, base: Base) -> Scenario:
     py = python_baseline(max(samples, 5))
     rc = round_cpu(p.s6_requests, samples=samples)
     walls = command_walls(samples)
-    ho = hook_overhead(samples)
+    # the push's added wall is a difference of two ~20 ms walls that each jitter by a millisecond: more pairs
+    ho = hook_overhead(2 * samples + 1)
     pp = prepush_at(p.s6_prepush_heads, samples)
     sc.raw = {"python": py, "round_cpu": rc, "commands": walls, "hook_overhead": ho, "prepush": pp}
     n = p.s6_requests
@@ -545,7 +561,8 @@ def s6_overheads(p: Profile, base: Base) -> Scenario:
                                 f"{quiet['counted_rest']} counted; before (issue 15) 2.16 s (0.78 s on an idle machine); goal ≤ 300 ms (≤ 6× `python -c pass`)"
                                 + (f"; of it, `python -c` importing httpx and building its transport alone: "
                                    f"{ms(py.get('httpx_cpu'))} ms ({times(py.get('httpx_cpu'), py_cpu)})"
-                                   if py.get("httpx_cpu") else "")))
+                                   if py.get("httpx_cpu") else "")
+                                + _split_note(rc.get("quiet_split") or {}, py, times, ms)))
     drv = rc.get("in_drive") or {}
     sc.rows.append(Row(f"the same round inside a running `drive`, CPU", pyname, ms(py_cpu), ms(drv.get("cpu")),
                        unit="ms", rankable=False, show_ratio=False,
