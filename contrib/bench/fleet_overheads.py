@@ -120,12 +120,24 @@ sys.exit(main())
 # A fresh git-sluice process that, as it exits, writes its own CPU and that of the processes it waited
 # for (git's: rev-parse, config, the fetch with the remote's upload-pack) to the file named by argv[1].
 SPLIT_CPU = r"""
-import atexit, json, resource, sys
+import atexit, dataclasses, json, resource, sys, time
 out, argv = sys.argv[1], sys.argv[2:]
+made = [0.0, 0]
+_dataclass = dataclasses.dataclass
+def dataclass(*args, **kwargs):  # what defining the records costs (records.record calls dataclass)
+    started = time.process_time()
+    try:
+        return _dataclass(*args, **kwargs)
+    finally:
+        made[0] += time.process_time() - started
+        made[1] += 1
+dataclasses.dataclass = dataclass
 def report():
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(out, "w") as f:
-        json.dump({"python": me.ru_utime + me.ru_stime, "git": kids.ru_utime + kids.ru_stime}, f)
+        json.dump({"python": me.ru_utime + me.ru_stime, "git": kids.ru_utime + kids.ru_stime,
+                   "dataclass": made[0], "dataclasses": made[1],
+                   "modules": sum(1 for name in sys.modules if name.split(".")[0] == "git_sluice")}, f)
 atexit.register(report)
 sys.argv = ["git-sluice", *argv]
 from git_sluice.entry import main
@@ -332,12 +344,17 @@ def hook_overhead(samples: int = 5) -> dict[str, Any]:
         activity.populate(name, 20, seed=9)
         hooked = w.add_host("hooked", hooks=True)
         plain = w.add_host("plain", hooks=False)
-        gitside = GitWorld(w, [hooked, plain])
+        # the control arm: the same two hooks, empty, so git's own price for starting hooks is a figure
+        empty = w.add_host("empty", hooks=False)
+        for hook in ("pre-push", "reference-transaction"):
+            path = empty.clones[name] / ".git" / "hooks" / hook
+            path.write_text("#!/bin/sh\nexit 0\n")
+            path.chmod(0o755)
+        gitside = GitWorld(w, [hooked, plain, empty])
         run_rounds(w.session(hooked, name))  # a queue, so a push to a request's head concerns the hooks
         heads = [w.gh.pr(name, n).head_ref for n in activity.open_numbers(name) if not w.gh.pr(name, n).draft]
-        times: dict[str, list[float]] = {k: [] for k in (
-            "push_hooked", "push_plain", "fetch_moved_hooked", "fetch_moved_plain",
-            "fetch_still_hooked", "fetch_still_plain")}
+        times: dict[str, list[float]] = {f"{what}_{arm}": [] for what in ("push", "fetch_moved", "fetch_still")
+                                         for arm in ("hooked", "plain", "empty")}
         rounds_wall: list[float] = []
 
         def timed(key: str, world_: World, host_index: int, args: list[str]) -> None:
@@ -353,9 +370,12 @@ def hook_overhead(samples: int = 5) -> dict[str, Any]:
                 rounds_wall.append(time.monotonic() - t0)
 
         for i in range(samples):
-            order = [(0, "hooked"), (1, "plain")] if i % 2 == 0 else [(1, "plain"), (0, "hooked")]
+            arms = [(0, "hooked"), (1, "plain"), (2, "empty")]
+            order = arms[i % 3:] + arms[:i % 3]
+            if i % 2:
+                order.reverse()
             for index, label in order:
-                head = heads[(2 * i + index) % len(heads)]
+                head = heads[(3 * i + index) % len(heads)]
                 sha = gitside.prepare_push(name, index, head)
                 w.gh.push_pr(name, next(n for n in activity.open_numbers(name)
                                         if w.gh.pr(name, n).head_ref == head), sha)
@@ -368,10 +388,14 @@ def hook_overhead(samples: int = 5) -> dict[str, Any]:
         med = {k: _median(v) for k, v in times.items()}
         added = {what: _median([h - p for h, p in zip(times[f"{what}_hooked"], times[f"{what}_plain"])])
                  for what in ("push", "fetch_moved", "fetch_still")}
+        empty_added = {what: _median([e - p for e, p in zip(times[f"{what}_empty"], times[f"{what}_plain"])])
+                       for what in ("push", "fetch_moved", "fetch_still")}
         return {
             "samples": samples,
             "median_wall": med,
             "median_added": added,
+            "median_added_empty_hooks": empty_added,
+            "walls": times,
             "hook_round_after_median": _median(rounds_wall),
             "hook_round_failures": _failures(hooked, name),
             "wall_seconds": time.monotonic() - started,

@@ -520,6 +520,9 @@ def _split_note(split: dict[str, Any], py: dict[str, Any], times: Any, ms: Any) 
     floor = py.get("httpx_cpu")
     text = (f"; split (a run of its own, `fleet_overheads.SPLIT_CPU`): the Python process {ms(own)} ms, "
             f"git's processes {ms(git)} ms")
+    if "dataclass" in split:
+        text += (f"; `dataclass` defining {split['dataclasses']} records: {ms(split['dataclass'])} ms; "
+                 f"git_sluice modules imported: {split['modules']}")
     if floor:
         text += (f"; git-sluice's own imports and work, above the httpx floor: {ms(own - floor)} ms "
                  f"({times(own - floor, py['cpu'])}); the floor with git's processes, before any line of "
@@ -578,10 +581,14 @@ def s6_overheads(p: Profile, base: Base) -> Scenario:
                            note=f"{times(r.get('wall'), py_wall)}; median of {r.get('samples')}; calls made: "
                                 f"{r.get('calls')}; goal {goal}"))
     med, added = ho["median_wall"], ho["median_added"]
+    empty = ho.get("median_added_empty_hooks") or {}
     sc.rows.append(Row("push heading a request, added wall", pyname, ms(py_wall), ms(added["push"]), unit="ms",
                        rankable=False, note=f"with the hooks {ms(med['push_hooked'])} ms, without "
                                             f"{ms(med['push_plain'])} ms (median of the paired differences of "
-                                            f"{ho['samples']}); before (issue 15) +10.8 ms; goal ≤ +5 ms"))
+                                            f"{ho['samples']}); the same push with the two hooks empty "
+                                            f"(`#!/bin/sh` + `exit 0`, git's own price for starting hooks): "
+                                            f"{1000 * (empty.get('push') or 0):+.1f} ms; before (issue 15) "
+                                            "+10.8 ms; goal ≤ +5 ms"))
     if "error" in pp:
         sc.rows.append(Row(f"pre-push at {p.s6_prepush_heads:,} queued heads", pyname, ms(py_wall),
                            f"failed: {pp['error']}"))
@@ -616,7 +623,8 @@ def s6_overheads(p: Profile, base: Base) -> Scenario:
         sc.rows.append(Row(f"{label}, wall (median of {ho['samples']})", "no hooks", _r(med[f"{what}_plain"], 3),
                            _r(med[f"{what}_hooked"], 3), unit="s",
                            note=f"with the hooks: {1000 * (added[what] or 0):+.0f} ms (median of the paired "
-                                "differences); the round runs detached afterwards"))
+                                f"differences; with the two hooks empty: {1000 * (empty.get(what) or 0):+.0f} ms); "
+                                "the round runs detached afterwards"))
     if ho["hook_round_failures"]:
         sc.notes.append("hook round failures: " + "; ".join(ho["hook_round_failures"]))
     sc.notes.append(f"`python -c pass` here: {ms(py_wall)} ms wall, {ms(py_cpu)} ms CPU (median of "
