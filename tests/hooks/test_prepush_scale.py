@@ -140,3 +140,21 @@ def test_a_fresh_process_whose_queue_keeps_its_heads_walks_no_marks(tmp_path: Pa
     QueueStore(sd).save(changed)
     assert walked == [1, 1] and "topic-501~" in present_marks(sd / MARKS_DIR)
     assert (sd / "heads").read_text().count("\n") == 501
+
+
+def test_pre_push_never_reads_the_heads_list_when_marks_stand(tmp_path: Path) -> None:
+    """Without strace: the 2,000-head ``heads`` file is swapped for a FIFO nobody writes, so a hook that
+    opened it would block (and time out) instead of finishing; it must still find a queued head."""
+    gd, env = _clone_dir(tmp_path, 2000)
+    sd = gd / "sluice"
+    (sd / "heads").unlink()
+    os.mkfifo(sd / "heads")
+    os.utime(sd / "hook-filter")  # the filter stays newer than the config, as a round leaves it
+    for pushed, found in (("unrelated", False), ("team/topic-1999", True)):
+        (sd / "hook-warned").unlink(missing_ok=True)
+        line = f"refs/heads/{pushed} {'1' * 40} refs/heads/{pushed} {'0' * 40}\n"
+        proc = subprocess.run(["sh", str(HOOK), "origin", "/nowhere.git"], input=line, text=True, env=env,
+                              capture_output=True, timeout=10)
+        assert proc.returncode == 0, proc.stderr
+        # no git-sluice on PATH: a push that concerns git-sluice warns once, one that does not stays silent
+        assert (sd / "hook-warned").exists() is found, pushed
