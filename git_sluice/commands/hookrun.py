@@ -54,6 +54,8 @@ LOG_NAME = "log"
 FAILURE_NAME = "last-failure.json"
 PUSH_MARK_NAME = "hook-push-mark"
 """Touched by pre-push as a push begins (see the reference-transaction script)."""
+RT_SEEN_NAME = "hook-rt-seen"
+"""Left by reference-transaction when git runs it: pre-push may then leave the waiter's start to it."""
 WARNED_NAME = "hook-warned"
 """The pid of the git command last warned that git-sluice is not on PATH (one warning per command)."""
 WAIT_LIMIT = 3600.0
@@ -85,7 +87,8 @@ def parse_inbox(text: str) -> list[HookCall]:
 
     ``@reference-transaction`` is followed by a line of space-separated refs;
     ``@pre-push <remote>`` and ``@url <url>`` by the hook's own stdin lines
-    (``<local ref> <local oid> <remote ref> <remote oid>``).
+    (``<local ref> <local oid> <remote ref> <remote oid>``). ``@late`` and
+    ``@waiter`` say only who starts the waiting fork (docs/hooks.md) and are skipped.
     """
     calls: list[HookCall] = []
     hook: str | None = None

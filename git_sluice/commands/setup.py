@@ -584,7 +584,8 @@ def undo(repo: Repo) -> Report:
 
     remaining = manifest["hooks"] or manifest["config_hooks"] or manifest["refspecs"]
     if sluice_dir is not None:
-        names = (hookrun.FILTER_NAME, hookrun.WARNED_NAME, hookrun.PUSH_MARK_NAME) + (() if remaining else (MANIFEST_NAME,))
+        names = (hookrun.FILTER_NAME, hookrun.WARNED_NAME, hookrun.PUSH_MARK_NAME,
+                 hookrun.RT_SEEN_NAME) + (() if remaining else (MANIFEST_NAME,))
         for name in names:
             try:
                 (sluice_dir / name).unlink()

@@ -216,3 +216,110 @@ def test_a_failed_round_is_logged_and_kept_for_status(world: World, tmp_path: Pa
     assert any("hook runner failed" in line for line in world.log_lines())
     assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \[\d+\] ", world.log_lines()[-1])
     assert os.environ.get("GIT_SLUICE_INTERNAL") is None
+
+
+def _sleep_shim(world: World, tmp_path: Path, ref: str) -> Path:
+    """A `sleep` on PATH that notes, at each call, what the loose ref file ``ref`` holds ("none": absent)."""
+    import shutil
+
+    real = shutil.which("sleep", path=world.env["PATH"])
+    assert real is not None
+    shims = tmp_path / "sleep-shim"
+    shims.mkdir(exist_ok=True)
+    seen = tmp_path / "sleep.seen"
+    (shims / "sleep").write_text(
+        "#!/bin/sh\n"
+        f'v=none; [ -f "{world.work}/.git/{ref}" ] && IFS= read -r v <"{world.work}/.git/{ref}"\n'
+        f'echo "$v" >>"{seen}"\n'
+        f'exec "{real}" "$@"\n'
+    )
+    (shims / "sleep").chmod(0o755)
+    world.env["PATH"] = f"{shims}{os.pathsep}{world.env['PATH']}"
+    # the remote takes its time with each push, so a waiter started while git works has to sleep
+    receive = world.remote / "hooks" / "pre-receive"
+    receive.write_text(f'#!/bin/sh\ncat >/dev/null\nexec "{real}" 0.3\n')
+    receive.chmod(0o755)
+    return seen
+
+
+def _seen(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
+
+
+def test_a_push_of_a_tracked_branch_starts_the_waiter_at_the_push_end(world: World, tmp_path: Path) -> None:
+    """Issue 15: the waiter's `sleep` competed with git for the processor while it packed and sent.
+
+    A branch whose loose remote-tracking ref git will rewrite has its waiter
+    started by reference-transaction, at the push's end: every `sleep` finds
+    the tracking ref already at the pushed commit. A branch pushed for the
+    first time (no tracking ref yet) has it started by pre-push, as before.
+    One round either way.
+    """
+    seen = _sleep_shim(world, tmp_path, "refs/remotes/origin/feature")
+    world.git("checkout", "-q", "-b", "feature")
+    world.git("commit", "-q", "--allow-empty", "-m", "work")
+    first = _head(world, "HEAD")
+    (world.sluice_dir / "heads").write_text(f"main 7 feature {first}\n")
+    world.git("push", "-q", "-u", "origin", "feature")
+    world.wait_quiet()
+    assert len(world.rounds()) == 1, world.log_lines()
+    assert _seen(seen)[:1] == ["none"]  # started by pre-push: it slept before git wrote the tracking ref
+    assert (world.sluice_dir / "hook-rt-seen").exists()
+
+    seen.unlink()
+    world.git("commit", "-q", "--allow-empty", "-m", "more work")
+    second = _head(world, "HEAD")
+    (world.sluice_dir / "heads").write_text(f"main 7 feature {second}\n")
+    world.git("push", "-q", "origin", "feature")
+    world.wait_quiet()
+    # started at the push's end: not one sleep while the remote took its 0.3 s (git may even be gone
+    # before the waiter's first look, and then it never sleeps)
+    assert set(_seen(seen)) <= {second}, _seen(seen)
+    rounds = world.rounds()
+    assert len(rounds) == 2 and "push request head refs/heads/feature to origin" in rounds[1], world.log_lines()
+    assert world.runners() == (2, 2)
+
+
+def test_pushes_git_writes_no_tracking_ref_for_start_their_waiter_in_pre_push(world: World, tmp_path: Path) -> None:
+    """By URL, or a deletion: no reference-transaction would come for them, so each still gets its round."""
+    world.git("checkout", "-q", "-b", "feature")
+    world.git("commit", "-q", "--allow-empty", "-m", "work")
+    sha = _head(world, "HEAD")
+    (world.sluice_dir / "heads").write_text(f"main 7 feature {sha}\n")
+    world.git("push", "-q", "-u", "origin", "feature")
+    world.wait_quiet()
+    assert (world.sluice_dir / "hook-rt-seen").exists() and len(world.rounds()) == 1
+
+    world.git("commit", "-q", "--allow-empty", "-m", "by url")
+    sha = _head(world, "HEAD")
+    (world.sluice_dir / "heads").write_text(f"main 7 feature {sha}\n")
+    world.git("push", "-q", str(world.remote), "feature")
+    world.wait_quiet()
+    assert len(world.rounds()) == 2, world.log_lines()
+
+    world.git("push", "-q", "origin", ":feature")
+    world.wait_quiet()
+    assert len(world.rounds()) == 3, world.log_lines()
+    assert world.runners() == (3, 3)
+
+
+def test_a_refused_push_that_left_its_waiter_late_loses_no_request(world: World) -> None:
+    """Refused by the remote, the push rewrites no tracking ref and starts no waiter: its inbox is an
+    orphan once git has gone, and the next runner takes it in (nothing it asked for is lost)."""
+    world.git("checkout", "-q", "-b", "feature")
+    world.git("commit", "-q", "--allow-empty", "-m", "work")
+    sha = _head(world, "HEAD")
+    (world.sluice_dir / "heads").write_text(f"main 7 feature {sha}\n")
+    world.git("push", "-q", "-u", "origin", "feature")
+    world.wait_quiet()
+    world.advance("feature", "someone else")
+    world.git("commit", "-q", "--allow-empty", "-m", "diverged")
+    refused = world.git("push", "-q", "origin", "feature", check=False)
+    assert refused.returncode != 0  # not a fast-forward: git's own answer, unchanged
+    orphans = list(world.sluice_dir.glob("hook-in.*"))
+    assert len(orphans) == 1 and orphans[0].read_text().startswith("@late\n@pre-push origin")
+    world.advance("main", "remote moves")
+    world.git("fetch", "-q")  # a runner starts, and takes the orphan in with its own inbox
+    world.wait_quiet()
+    assert not list(world.sluice_dir.glob("hook-in.*"))
+    assert "push request head refs/heads/feature to origin" in world.rounds()[-1], world.log_lines()

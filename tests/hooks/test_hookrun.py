@@ -264,3 +264,12 @@ def test_the_pushed_request_heads_are_named_for_the_round() -> None:
                "push request head refs/heads/y to my fork", "fetch refs/sluice/intake/main"]
     assert pushed_heads(reasons) == frozenset({"feat/x", "y"})
     assert pushed_heads([]) == frozenset()
+
+
+def test_the_late_start_markers_are_no_hook_call() -> None:
+    from git_sluice.commands.hookrun import parse_inbox
+
+    calls = parse_inbox(f"@late\n@pre-push origin\n@url /r.git\nrefs/heads/f {'1' * 40} refs/heads/f {'2' * 40}\n"
+                        "@waiter\n@reference-transaction\nrefs/remotes/origin/main \n")
+    assert [(c.hook, c.refs, c.remote) for c in calls] == [
+        ("pre-push", ("refs/heads/f",), "origin"), ("reference-transaction", ("refs/remotes/origin/main",), None)]
