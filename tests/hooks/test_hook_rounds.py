@@ -278,6 +278,8 @@ def test_a_push_of_a_tracked_branch_starts_the_waiter_at_the_push_end(world: Wor
     rounds = world.rounds()
     assert len(rounds) == 2 and "push request head refs/heads/feature to origin" in rounds[1], world.log_lines()
     assert world.runners() == (2, 2)
+    assert world.sluice("setup", "--undo").returncode == 0
+    assert not (world.sluice_dir / "hook-rt-seen").exists()  # undo leaves none of the hooks' files behind
 
 
 def test_pushes_git_writes_no_tracking_ref_for_start_their_waiter_in_pre_push(world: World, tmp_path: Path) -> None:
