@@ -246,6 +246,23 @@ def _seen(path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
+def _queued_commit(world: World, message: str) -> str:
+    """A new commit on the checked-out branch, queued as request 7's head (the legacy heads list)."""
+    world.git("commit", "-q", "--allow-empty", "-m", message)
+    sha = _head(world, "HEAD")
+    (world.sluice_dir / "heads").write_text(f"main 7 feature {sha}\n")
+    return sha
+
+
+def _feature_pushed_once(world: World) -> str:
+    """Branch ``feature`` queued as a request's head and pushed a first time (its tracking ref now loose)."""
+    world.git("checkout", "-q", "-b", "feature")
+    sha = _queued_commit(world, "work")
+    world.git("push", "-q", "-u", "origin", "feature")
+    world.wait_quiet()
+    return sha
+
+
 def test_a_push_of_a_tracked_branch_starts_the_waiter_at_the_push_end(world: World, tmp_path: Path) -> None:
     """Issue 15: the waiter's `sleep` competed with git for the processor while it packed and sent.
 
@@ -256,20 +273,13 @@ def test_a_push_of_a_tracked_branch_starts_the_waiter_at_the_push_end(world: Wor
     One round either way.
     """
     seen = _sleep_shim(world, tmp_path, "refs/remotes/origin/feature")
-    world.git("checkout", "-q", "-b", "feature")
-    world.git("commit", "-q", "--allow-empty", "-m", "work")
-    first = _head(world, "HEAD")
-    (world.sluice_dir / "heads").write_text(f"main 7 feature {first}\n")
-    world.git("push", "-q", "-u", "origin", "feature")
-    world.wait_quiet()
+    _feature_pushed_once(world)
     assert len(world.rounds()) == 1, world.log_lines()
     assert _seen(seen)[:1] == ["none"]  # started by pre-push: it slept before git wrote the tracking ref
     assert (world.sluice_dir / "hook-rt-seen").exists()
 
     seen.unlink()
-    world.git("commit", "-q", "--allow-empty", "-m", "more work")
-    second = _head(world, "HEAD")
-    (world.sluice_dir / "heads").write_text(f"main 7 feature {second}\n")
+    second = _queued_commit(world, "more work")
     world.git("push", "-q", "origin", "feature")
     world.wait_quiet()
     # started at the push's end: not one sleep while the remote took its 0.3 s (git may even be gone
@@ -284,17 +294,10 @@ def test_a_push_of_a_tracked_branch_starts_the_waiter_at_the_push_end(world: Wor
 
 def test_pushes_git_writes_no_tracking_ref_for_start_their_waiter_in_pre_push(world: World, tmp_path: Path) -> None:
     """By URL, or a deletion: no reference-transaction would come for them, so each still gets its round."""
-    world.git("checkout", "-q", "-b", "feature")
-    world.git("commit", "-q", "--allow-empty", "-m", "work")
-    sha = _head(world, "HEAD")
-    (world.sluice_dir / "heads").write_text(f"main 7 feature {sha}\n")
-    world.git("push", "-q", "-u", "origin", "feature")
-    world.wait_quiet()
+    _feature_pushed_once(world)
     assert (world.sluice_dir / "hook-rt-seen").exists() and len(world.rounds()) == 1
 
-    world.git("commit", "-q", "--allow-empty", "-m", "by url")
-    sha = _head(world, "HEAD")
-    (world.sluice_dir / "heads").write_text(f"main 7 feature {sha}\n")
+    _queued_commit(world, "by url")
     world.git("push", "-q", str(world.remote), "feature")
     world.wait_quiet()
     assert len(world.rounds()) == 2, world.log_lines()
@@ -308,12 +311,7 @@ def test_pushes_git_writes_no_tracking_ref_for_start_their_waiter_in_pre_push(wo
 def test_a_refused_push_that_left_its_waiter_late_loses_no_request(world: World) -> None:
     """Refused by the remote, the push rewrites no tracking ref and starts no waiter: its inbox is an
     orphan once git has gone, and the next runner takes it in (nothing it asked for is lost)."""
-    world.git("checkout", "-q", "-b", "feature")
-    world.git("commit", "-q", "--allow-empty", "-m", "work")
-    sha = _head(world, "HEAD")
-    (world.sluice_dir / "heads").write_text(f"main 7 feature {sha}\n")
-    world.git("push", "-q", "-u", "origin", "feature")
-    world.wait_quiet()
+    _feature_pushed_once(world)
     world.advance("feature", "someone else")
     world.git("commit", "-q", "--allow-empty", "-m", "diverged")
     refused = world.git("push", "-q", "origin", "feature", check=False)
