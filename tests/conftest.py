@@ -23,6 +23,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _LEAKY = (
+    # a proxy of the host's must not carry the tests' loopback calls (git-sluice honours these)
+    "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
     "GH_TOKEN",
     "GITHUB_TOKEN",
     "GH_HOST",

@@ -387,7 +387,8 @@ def _isolated_env(root: Path, clock_file: Path, auth: str = "user") -> dict[str,
     home.mkdir(parents=True, exist_ok=True)
     (home / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n")
     bin_dir = str(Path(sys.executable).parent)
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("GIT_", "GH_", "GITHUB_"))}
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("GIT_", "GH_", "GITHUB_")) and not key.lower().endswith("_proxy")}
     env.update({
         "HOME": str(home),
         "XDG_STATE_HOME": str(root / "harness-state"),

@@ -72,6 +72,9 @@ def _isolate(root: Path) -> dict[str, str | None]:
         "GH_TOKEN": TOKEN,
         "GITHUB_TOKEN": None,
         "GIT_SLUICE_TEST_CLOCK": None,
+        # the demo's double is on this machine's loopback: no proxy of the host's can reach it
+        **{name: None for lower in ("http_proxy", "https_proxy", "all_proxy")
+           for name in (lower, lower.upper())},
     }
     saved = {key: os.environ.get(key) for key in settings}
     for key, value in settings.items():

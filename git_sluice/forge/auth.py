@@ -35,6 +35,7 @@ from ..clock import Clock
 from ..errors import CredentialsRefused, SluiceError
 from ..records import record
 from .tokencache import SharedTokens
+from .wire import transport_for
 
 log = logging.getLogger("git_sluice")
 
@@ -168,7 +169,7 @@ class UserPoolResolver:
     def _ask_user(self, token: str) -> str | None:
         """The user id, None when not learnable now, ``_REFUSED`` when GitHub refuses the token itself."""
         try:
-            with httpx.Client(transport=self.transport, timeout=10.0) as client:
+            with httpx.Client(transport=self.transport or transport_for((self.api,)), timeout=10.0) as client:
                 answer = client.get(
                     f"{self.api}/user",
                     headers={"Authorization": f"token {token}", "Accept": "application/vnd.github+json"},
@@ -306,7 +307,7 @@ class AppInstallation:
     def _mint(self) -> None:
         url = f"{self.api}/app/installations/{self.installation}/access_tokens"
         try:
-            with httpx.Client(transport=self.transport, timeout=15.0) as client:
+            with httpx.Client(transport=self.transport or transport_for((self.api,)), timeout=15.0) as client:
                 answer = client.post(
                     url, headers={"Authorization": f"Bearer {self.jwt()}", "Accept": "application/vnd.github+json"}
                 )

@@ -18,13 +18,14 @@ to every other process of the clone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Iterator, Mapping
 
 import httpx
 
 from ..clock import Clock
 from ..errors import CallTimedOut, ForeignURL
-from . import origins
+from . import origins, proxies
 from .road import Waits, call_of
 
 
@@ -98,17 +99,56 @@ class Deadline(httpx.BaseTransport):
         self.inner.close()
 
 
-def transport_for(endpoints: tuple[str, ...]) -> httpx.BaseTransport:
-    """The wire to GitHub: httpx's transport, its certificate store loaded only when an endpoint is https.
+def transport_for(endpoints: tuple[str, ...], env: Mapping[str, str] | None = None) -> httpx.BaseTransport:
+    """The wire to GitHub: httpx's transport, through the environment's proxy, its CA store loaded only for https.
 
-    Loading the default CA store costs ~10 ms of every process's start-up
-    (issue 15). Every call goes to one of ``endpoints`` (:class:`Authorize`
-    refuses any other origin), so when none of them is https no TLS is ever
-    spoken; the context given then trusts no certificate at all, so a TLS
-    connection, were one ever tried, fails closed instead of trusting anything.
+    httpx honours ``https_proxy`` and its kin only in a client that builds its
+    own transport; git-sluice builds this one, so it reads them itself
+    (:mod:`.proxies`, curl's rules) and routes each endpoint's origin to its
+    proxy or direct. Loading the default CA store costs ~10 ms of every
+    process's start-up (issue 15). Every call goes to one of ``endpoints``
+    (:class:`Authorize` refuses any other origin), so when none of them is
+    https no TLS is ever spoken to GitHub; the context given then trusts no
+    certificate at all, so a TLS connection, were one ever tried, fails closed.
     """
-    if any(endpoint.lower().startswith("https:") for endpoint in endpoints):
-        return httpx.HTTPTransport()
+    env = os.environ if env is None else env
+    tls = any(endpoint.lower().startswith("https:") for endpoint in endpoints)
+    built: dict[str | None, httpx.BaseTransport] = {}
+    routes: dict[origins.Origin, httpx.BaseTransport] = {}
+    for endpoint in endpoints:
+        proxy = proxies.proxy_for(endpoint, env)
+        if proxy not in built:
+            built[proxy] = _transport(tls, proxy)
+        where = origins.split(endpoint)
+        if where is not None:
+            routes[where[0]] = built[proxy]
+    if len(built) == 1:
+        return next(iter(built.values()))
+    return ByOrigin(routes)
+
+
+def _transport(tls: bool, proxy: str | None) -> httpx.HTTPTransport:
+    if tls:
+        return httpx.HTTPTransport(proxy=proxy)
     import ssl
 
-    return httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+    return httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), proxy=proxy)
+
+
+class ByOrigin(httpx.BaseTransport):
+    """Each endpoint's origin to its own wire: when ``no_proxy`` sends one endpoint direct and the other through a proxy."""
+
+    def __init__(self, routes: dict[origins.Origin, httpx.BaseTransport]) -> None:
+        self.routes = routes
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = str(request.url)
+        where = origins.split(url)
+        wire = self.routes.get(where[0]) if where is not None else None
+        if wire is None:
+            raise ForeignURL(url, " or ".join(f"{o.scheme}://{o.host}:{o.port}" for o in self.routes))
+        return wire.handle_request(request)
+
+    def close(self) -> None:
+        for wire in {id(w): w for w in self.routes.values()}.values():
+            wire.close()
