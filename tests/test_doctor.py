@@ -112,6 +112,7 @@ def test_a_healthy_setup_is_all_ok_in_text_and_json_and_never_shows_the_token(
     ):
         assert name in names, name
     assert names["token"].found == "from GH_TOKEN (not shown)"
+    assert names["proxy"].found == "calls to 127.0.0.1 go direct (no proxy variable set)"
     assert "default" in names["config sluice.discovery"].found
     assert "local" in names["config sluice.repository"].found  # where it came from
     # the scratch ref was created and deleted again, on the remote and in the mirror
@@ -144,6 +145,20 @@ def test_a_healthy_setup_is_all_ok_in_text_and_json_and_never_shows_the_token(
     assert text.stdout.splitlines()[0].startswith("ok    git version: ")
     assert "0 failed, 0 warned" in text.stdout
     no_token_in(text.stdout + text.stderr)
+
+
+def test_doctor_says_which_way_the_calls_go_and_fails_a_proxy_it_cannot_use() -> None:
+    from git_sluice.commands.doctor.checks import proxy_check
+
+    api = "https://api.github.com"
+    through = proxy_check(api, {"HTTPS_PROXY": "http://bot:hunter2@proxy.corp:3128"})
+    assert (through.status, through.found) == ("ok", "calls to api.github.com go through http://***@proxy.corp:3128 "
+                                                      "(from HTTPS_PROXY)")
+    listed = proxy_check(api, {"https_proxy": "http://proxy.corp:3128", "no_proxy": "github.com"})
+    assert listed.found == "calls to api.github.com go direct: no_proxy lists it"
+    bad = proxy_check(api, {"all_proxy": "socks5://bot:hunter2@proxy.corp:1080"})
+    assert bad.status == "fail" and bad.found.startswith("all_proxy=socks5://***@proxy.corp:1080")
+    assert "all_proxy" in bad.advice and "hunter2" not in bad.found + bad.advice
 
 
 # ----------------------------------------------------------------------------- the token

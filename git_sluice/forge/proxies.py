@@ -113,22 +113,28 @@ def _address_match(host: str, entry: str) -> bool:
 
 def proxy_for(endpoint: str, env: Mapping[str, str]) -> str | None:
     """The proxy URL that calls to ``endpoint`` go through, or None to go direct."""
+    return route(endpoint, env)[1]
+
+
+def route(endpoint: str, env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(the variable that decided, the proxy URL or None): ``doctor`` says which way calls go and why."""
     parts = urlsplit(endpoint)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        return None
+        return None, None
     found = _variable(env, scheme) or _variable(env, "all")
     if found is None:
-        return None
-    no_proxy = env.get("no_proxy") or env.get("NO_PROXY") or ""
+        return None, None
+    no_proxy_name = "no_proxy" if env.get("no_proxy") else "NO_PROXY"
+    no_proxy = env.get(no_proxy_name) or ""
     try:
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError:
         port = 443 if scheme == "https" else 80
     if bypassed(parts.hostname or "", port, no_proxy):
-        return None
+        return no_proxy_name, None
     name, value = found
-    return checked(name, value)
+    return name, checked(name, value)
 
 
 def checked(name: str, value: str) -> str:

@@ -633,3 +633,21 @@ def _int(value: Any) -> int | None:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
         return None
+
+
+def proxy_check(api: str, env: Mapping[str, str]) -> Check:
+    """Which way the calls to GitHub go: a call failing behind a proxy is the first thing to rule out."""
+    from urllib.parse import urlsplit
+
+    from ...forge.proxies import ProxySetting, redact, route
+
+    host = urlsplit(api).hostname or api
+    try:
+        name, proxy = route(api, env)
+    except ProxySetting as exc:
+        return Check("proxy", "fail", str(exc), f"set {exc.key} to an http:// or https:// proxy, or unset it")
+    if proxy is not None:
+        return Check("proxy", "ok", f"calls to {host} go through {redact(proxy)} (from {name})")
+    if name is not None:
+        return Check("proxy", "ok", f"calls to {host} go direct: {name} lists it")
+    return Check("proxy", "ok", f"calls to {host} go direct (no proxy variable set)")

@@ -53,6 +53,7 @@ from .checks import (
     lease_check,
     ledger_budget,
     pause_checks,
+    proxy_check,
     project,
     projection_checks,
     rate_limit_budget,
@@ -266,7 +267,8 @@ def _diagnose_with(
     finally:
         if session is not None:
             session.close()
-    diagnosis.checks.extend(token_part + hooks_part + refspec_part + remote_part + lease_part + state_part)
+    proxy_part = [proxy_check(settings.api, os.environ)] if settings is not None else []
+    diagnosis.checks.extend(token_part + proxy_part + hooks_part + refspec_part + remote_part + lease_part + state_part)
 
 
 def _remote_part(remote: RemoteGit, repo: Repo, settings: Settings, clock: Clock) -> list[Check]:
