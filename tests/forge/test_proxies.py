@@ -75,7 +75,7 @@ def test_a_bad_proxy_that_no_proxy_bypasses_is_never_looked_at() -> None:
        password=st.text(st.characters(codec="ascii", exclude_characters="/?#@:"), min_size=4, max_size=16))
 def test_redact_never_shows_a_password(user: str, password: str) -> None:
     shown = redact(f"http://{user}:{password}@proxy.corp:3128/")
-    assert password not in shown.replace("proxy.corp:3128", "") and shown.endswith("@proxy.corp:3128/")
+    assert shown == "http://***@proxy.corp:3128/"  # exactly: a short password may be a substring of the rest
 
 
 def test_bypassed_matches_names_and_never_resolves_them() -> None:
