@@ -39,6 +39,7 @@ from . import watch as w
 from .queue import Entry
 from .readings import list_item, needs_recheck
 from .request import Request
+from .standing import WatchedBase
 from . import graphql as gq
 from .watchstore import (
     Answers, Cursor, HeadInterest, Registry, RepoInterest, inputs_of, item_json, item_of, reading_json, reading_of,
@@ -181,6 +182,21 @@ class HostWatch:
         except Exception as exc:  # the watch is an optimisation: never a reason for a round to fail
             log.warning("host watch answers unreadable (%s): this round asks for itself", exc)
             return None
+
+    def header(self, base: str) -> WatchedBase | None:
+        """:meth:`view` without the requests: enough to know whether anything moved (:mod:`.standing`)."""
+        try:
+            return _header_of(self.answers.peek(), self.repository, base, self.clock.time())
+        except Exception as exc:  # the watch is an optimisation: never a reason for a round to fail
+            log.warning("host watch answers unreadable (%s): this round asks for itself", exc)
+            return None
+
+    def heads_noted(self, base: str) -> bool:
+        """Whether the watch's registry still holds the heads this clone last said it waits on, on ``base``."""
+        try:
+            return self.registry.heads_noted(self.clone, base, self.clock.time())
+        except Exception:
+            return False
 
     def next_at(self) -> float | None:
         value = self.answers.peek().get("next_at")
@@ -702,7 +718,11 @@ def _head_json(rec: w.HeadRecord) -> dict[str, Any]:
     }
 
 
-def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> BaseView | None:
+def _part_of(
+    doc: Mapping[str, Any], repository: str, base: str, now: float
+) -> tuple[str, int, float, float, Mapping[str, Any], Mapping[str, Any]] | None:
+    """(epoch, tick, ticked_at, next tick, repository record, base part) of fresh answers that asked
+    ``base`` in their tick; None when absent, stale, or not asked in it."""
     epoch, tick, ticked_at = doc.get("epoch"), doc.get("tick"), doc.get("ticked_at")
     if not isinstance(epoch, str) or not isinstance(tick, int) or not isinstance(ticked_at, (int, float)):
         return None
@@ -721,30 +741,56 @@ def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> 
     part = bases.get(base) if isinstance(bases, dict) else None
     if not isinstance(part, dict) or part.get("asked_tick") != tick:
         return None
+    return epoch, tick, float(ticked_at), due_at, record if isinstance(record, dict) else {}, part
+
+
+def _head_ticks(doc: Mapping[str, Any], repository: str) -> Iterator[tuple[str, int]]:
+    """(head sha, the tick its checks last moved) of every head the watch holds for ``repository``."""
+    heads = doc.get("heads")
+    for key, value in heads.items() if isinstance(heads, dict) else ():
+        if isinstance(key, str) and key.startswith(repository + " ") and isinstance(value, dict):
+            changed = value.get("changed_tick")
+            yield key.split(" ", 1)[1], int(changed) if isinstance(changed, int) else 0
+
+
+def _changed_tick(part: Mapping[str, Any], tick: int) -> int:
+    return int(part["changed_tick"]) if isinstance(part.get("changed_tick"), int) else tick
+
+
+def _header_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> WatchedBase | None:
+    found = _part_of(doc, repository, base, now)
+    if found is None:
+        return None
+    epoch, tick, _ticked_at, due_at, _record, part = found
+    return WatchedBase(
+        epoch=epoch, tick=tick, next_at=due_at, changed_tick=_changed_tick(part, tick),
+        heads_tick=max((changed for _sha, changed in _head_ticks(doc, repository)), default=0),
+    )
+
+
+def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> BaseView | None:
+    found = _part_of(doc, repository, base, now)
+    if found is None:
+        return None
+    epoch, tick, ticked_at, due_at, record, part = found
     items, known, inputs = [], {}, {}
     for raw in part.get("items") or []:
-        found = item_of(raw)
-        if found is not None:
-            items.append(found[0])
-            known[found[0].number] = found[1]
+        item = item_of(raw)
+        if item is not None:
+            items.append(item[0])
+            known[item[0].number] = item[1]
             said = inputs_of(raw)
             if said is not None:
-                inputs[found[0].number] = said
-    active = record.get("active_tick") if isinstance(record, dict) else None  # unknown: as if active now
+                inputs[item[0].number] = said
+    active = record.get("active_tick")  # unknown: as if active now
     readings = {}
     for raw in field_map(part, "readings").values():
         reading = reading_of(raw)
         if reading is not None:
             readings[reading.number] = reading
-    heads = {}
-    for key, value in (doc.get("heads") or {}).items() if isinstance(doc.get("heads"), dict) else ():
-        if isinstance(key, str) and key.startswith(repository + " ") and isinstance(value, dict):
-            changed = value.get("changed_tick")
-            heads[key.split(" ", 1)[1]] = int(changed) if isinstance(changed, int) else 0
     return BaseView(
-        epoch=epoch, tick=tick, ticked_at=float(ticked_at), next_at=due_at,
-        items=items, labels_known=known,
-        changed_tick=int(part["changed_tick"]) if isinstance(part.get("changed_tick"), int) else tick, heads=heads,
-        inputs=inputs, readings=readings,
+        epoch=epoch, tick=tick, ticked_at=ticked_at, next_at=due_at,
+        items=items, labels_known=known, changed_tick=_changed_tick(part, tick),
+        heads=dict(_head_ticks(doc, repository)), inputs=inputs, readings=readings,
         active_tick=active if isinstance(active, int) and not isinstance(active, bool) else tick,
     )

@@ -38,6 +38,8 @@ from .hostwatch import BaseView, HostWatch
 from .report import RoundReport, RoundsLog
 from .queue import Entry, QueueStore, checks_expected, derive_state, entry_from_reading
 from .readings import ReadingPlan, needs_recheck, plan_readings
+from . import standing as standings
+from .standing import Standing
 
 log = logging.getLogger("git_sluice")
 
@@ -115,6 +117,9 @@ class Intake:
             now = self.clock.time()
             rev = self.branch_rev(branch)
             self._tick_if_due(branch, reason, now, rev)
+            standing = self._standing_round(branch, reason, holder, rev, started)
+            if standing is not None:
+                return standing
             watched, forced = self._watched(branch, reason, pushed)
             if watched is not None:
                 return self._watched_round(branch, watched, holder, rev, started, wait=wait, deadline=deadline,
@@ -130,7 +135,7 @@ class Intake:
             before = _snapshot(self.forge)
             report = RoundReport(branch, "taken-in", decision.why, holder=holder, started_at=started)
             last = self.discovery_log.last(branch)
-            base_moved = last is not None and last.rev is not None and rev is not None and last.rev != rev
+            base_moved = self._base_moved(branch, rev)
             with self._taking_in(branch, report, before):
                 self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline)
                 # Local movement asks at once but does not wind the discovery clock: a hook's round
@@ -192,6 +197,58 @@ class Intake:
         except SluiceError as exc:
             log.warning("could not write the round's permits and ledger to the host store: %s", exc)
 
+    def _base_moved(self, branch: str, rev: str | None) -> bool:
+        """Whether the base branch moved since this clone's last discovery (its mergeabilities then move)."""
+        last = self.discovery_log.last(branch)
+        return last is not None and last.rev is not None and rev is not None and last.rev != rev
+
+    def _standing_round(
+        self, branch: str, reason: str, holder: str | None, rev: str | None, started: float
+    ) -> RoundReport | None:
+        """A round on the header of the watch's newest tick alone, when that says all; None: compare.
+
+        Nothing new since the clone's cursor: no call, nothing read. Ticks
+        that moved nothing of this base since the queue was taken in
+        (:mod:`.standing`): the queue stands, confirmed as read now, without
+        one entry parsed or written — the same end a full comparison would
+        reach, at a cost that does not grow with the queue (issue 15).
+        """
+        if self.watch is None or reason in OWN_LIST_REASONS:
+            return None
+        header = self.watch.header(branch)
+        if header is None:
+            return None
+        epoch, seen = self.watch.cursor.get(branch)
+        base_moved = self._base_moved(branch, rev)
+        now = self.clock.time()
+        if not standings.unseen(header, epoch=epoch, seen=seen, base_moved=base_moved):
+            return RoundReport(
+                branch, "within-interval",
+                f"the host watch found nothing new since its tick {header.tick}; "
+                f"next tick at {rfc3339(header.next_at)}",
+                holder=holder, started_at=started, finished_at=now, next_discovery=header.next_at,
+            )
+        mark = self.watch.cursor.standing(branch)
+        why = standings.stands(
+            header, mark, epoch=epoch, seen=seen, holder=holder, base_moved=base_moved,
+            fingerprint=self.queue.fingerprint(branch) if mark is not None else None,
+            heads_noted=mark is not None and self.watch.heads_noted(branch),
+        )
+        if why is not None or mark is None:
+            log.debug("%s: the host watch's tick %d: comparing the queue (%s)", branch, header.tick, why)
+            return None
+        if not self.queue.confirm(branch, mark.fingerprint, now):
+            return None
+        self.discovery_log.record(branch, asked_at=now, rev=rev)
+        self.watch.cursor.set(branch, header.epoch, header.tick, stands=mark)
+        report = RoundReport(
+            branch, "taken-in", f"the host watch's tick {header.tick}: nothing moved since tick {seen}; the queue stands",
+            holder=holder, started_at=started, finished_at=now, open=mark.open, next_discovery=header.next_at,
+        )
+        self.rounds.record(report)
+        log.debug("%s: %s", branch, report.why)
+        return report
+
     def _watched(self, branch: str, reason: str, pushed: frozenset[str]) -> tuple[BaseView | None, frozenset[int]]:
         """The host watch's fresh answer for this base, and the requests to read whatever it says.
 
@@ -225,8 +282,7 @@ class Intake:
         assert self.watch is not None
         now = self.clock.time()
         epoch, seen = self.watch.cursor.get(branch)
-        last = self.discovery_log.last(branch)
-        base_moved = last is not None and last.rev is not None and rev is not None and last.rev != rev
+        base_moved = self._base_moved(branch, rev)
         if epoch == watched.epoch and seen >= watched.tick and not base_moved and not forced:
             return RoundReport(
                 branch, "within-interval",
@@ -238,10 +294,10 @@ class Intake:
         report = RoundReport(branch, "taken-in", f"the host watch's tick {watched.tick}", holder=holder,
                              started_at=started)
         with self._taking_in(branch, report, before):
-            self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline,
-                          watched=watched, since=(epoch, seen), forced=forced)
+            stands = self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline,
+                                   watched=watched, since=(epoch, seen), forced=forced)
             self.discovery_log.record(branch, asked_at=now, rev=rev)
-            self.watch.cursor.set(branch, watched.epoch, watched.tick)
+            self.watch.cursor.set(branch, watched.epoch, watched.tick, stands=stands)
             report.next_discovery = watched.next_at
         return report
 
@@ -291,7 +347,9 @@ class Intake:
         self, branch: str, report: RoundReport, holder: str | None, *, base_moved: bool, wait: bool,
         deadline: float | None, watched: BaseView | None = None, since: tuple[str | None, int] = (None, -1),
         forced: frozenset[int] = frozenset(),
-    ) -> None:
+    ) -> Standing | None:
+        """The round's comparison and readings; under the watch, what it leaves when the same list with
+        nothing moved would read nothing again (None otherwise, and without the watch)."""
         doc = self.queue.load(branch)
         items: list[Any]
         pushed: dict[int, Entry] = {}
@@ -386,12 +444,19 @@ class Intake:
         doc.holder = holder
         doc.withdrawn_by = None
         doc.read_at = now
-        self.queue.save(doc)
+        written = self.queue.save(doc)
         if self.watch is not None:
             try:
                 self.watch.record(branch, entries)
             except Exception as exc:  # the watch is an optimisation: its registry failing costs it, not the round
                 log.warning("could not tell the host watch what this clone waits on: %s", exc)
+                return None
+        if watched is None or report.skipped:
+            return None
+        again = plan_readings(items, entries, discovery=True, now=now)
+        if again.to_read or set(again.items) != set(entries):
+            return None  # a request it could not read, a mergeability still unknown, a head pushed from here
+        return Standing(fingerprint=written, holder=holder, open=len(items))
 
     def _pushed_entries(
         self, watched: BaseView, forced: frozenset[int], entries: dict[int, Entry]

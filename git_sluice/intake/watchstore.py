@@ -38,6 +38,7 @@ from ..jsonshape import field_list, field_map
 from ..records import record
 from ..statefile import JsonDocument, read_bytes
 from .request import Request
+from .standing import Standing
 
 REGISTRY_FORGET = 86400.0
 """A clone that has not said it is there for a day is no longer watched."""
@@ -138,6 +139,12 @@ class Registry:
             follows = dict(field_map(entry, "follows"))
             follows.pop(f"{base} {number}", None)
             entry["follows"] = follows
+
+    def heads_noted(self, clone: str, base: str, now: float) -> bool:
+        """Whether the registry still holds what ``clone`` last said it waits on, on ``base`` (even nothing)."""
+        clones = self.doc.read().get("clones")
+        entry = clones.get(clone) if isinstance(clones, dict) else None
+        return isinstance(entry, dict) and _recent(entry, now) and isinstance(field_map(entry, "heads").get(base), list)
 
     @staticmethod
     def _entry(data: dict[str, Any], clone: str) -> dict[str, Any]:
@@ -303,9 +310,25 @@ class Cursor:
         epoch = value.get("epoch")
         return (epoch if isinstance(epoch, str) else None), int(value["tick"])
 
-    def set(self, base: str, epoch: str, tick: int) -> None:
+    def standing(self, base: str) -> Standing | None:
+        """What the take-in at the cursor left, when it would read nothing again (:mod:`.standing`)."""
+        value = self.doc.read().get(base)
+        raw = value.get("stands") if isinstance(value, dict) else None
+        if not isinstance(raw, dict):
+            return None
+        fingerprint, holder, count = raw.get("fingerprint"), raw.get("holder"), raw.get("open")
+        if not isinstance(fingerprint, str) or not (holder is None or isinstance(holder, str)):
+            return None
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            return None
+        return Standing(fingerprint=fingerprint, holder=holder, open=count)
+
+    def set(self, base: str, epoch: str, tick: int, stands: Standing | None = None) -> None:
         with self.doc.update() as data:
             data[base] = {"epoch": epoch, "tick": tick}
+            if stands is not None:
+                data[base]["stands"] = {"fingerprint": stands.fingerprint, "holder": stands.holder,
+                                        "open": stands.open}
 
 
 def reading_json(reading: Request) -> dict[str, Any]:

@@ -850,3 +850,112 @@ def test_the_answers_are_parsed_again_only_when_the_file_changed(tmp_path: Path,
     assert answers.peek() == {"tick": 2} and other.peek() == {"tick": 2} and len(parses) == 3
     (tmp_path / "answers.json").write_text("{not json")
     assert answers.peek() == {}  # corrupt: discarded, as every state file is
+
+
+def _quiet_host(host_factory, github):  # type: ignore[no-untyped-def]
+    """Three ready requests and one waiting on its checks, taken in and baselined: the next ticks move nothing."""
+    gh = github.gh
+    for i in range(3):
+        ready_pr(gh, "o/r1", f"feat-{i}")
+    waiting = pending_pr(gh, "o/r1", "slow")
+    host = host_factory(("o/r1",))
+    for _ in range(3):
+        host.tick()
+        host.next_tick()
+    return host, waiting
+
+
+def _last_round(host: Host) -> dict:
+    return json.loads((host.sessions["o/r1"].repo.sluice_dir / "rounds.json").read_text())["main"]
+
+
+def test_ticks_that_move_nothing_leave_the_queue_file_as_it_was_and_say_it_was_read(
+    host_factory, github, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15: a quiet round parses, compares and writes no entry (its cost does not grow with the
+    queue); the queue reads as read now all the same, and what reached GitHub is the tick's 304s."""
+    from git_sluice.intake import queue as queue_module
+    from git_sluice.intake import watchstore
+
+    host, waiting = _quiet_host(host_factory, github)
+    store = QueueStore(host.sessions["o/r1"].repo.sluice_dir)
+    path = store.path_for("main")
+    parsed: list[int] = []
+    for module, name in ((queue_module.Entry, "from_json"), (watchstore, "item_of")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _real=real, **k: parsed.append(1) or _real(*a, **k))
+    for _ in range(3):
+        before, stat = path.read_bytes(), path.stat()
+        mark = github.gh.mark()
+        parsed.clear()
+        host.tick()
+        assert parsed == [], "a quiet round parsed entries or listed requests"
+        assert path.read_bytes() == before and (path.stat().st_ino, path.stat().st_mtime_ns) == (
+            stat.st_ino, stat.st_mtime_ns)
+        report = _last_round(host)
+        assert report["outcome"] == "taken-in" and "nothing moved" in report["why"] and report["open"] == 4
+        calls = github.gh.calls(since=mark)
+        assert all(c.status == 304 for c in calls) and github.gh.counted(since=mark) == 0, [
+            (c.path, c.status) for c in calls]
+        assert store.load("main").read_at == int(github.clock.time())
+        host.next_tick()
+    assert host.entries("o/r1")[waiting].state == "waiting"
+    # its checks finish: the tick sees the head move, the round compares and reads it, then stands again
+    gh = github.gh
+    gh.add_check_run("o/r1", gh.pr("o/r1", waiting).head_sha, "ci", status="completed", conclusion="success")
+    host.tick()
+    assert host.entries("o/r1")[waiting].state == "ready" and "nothing moved" not in _last_round(host)["why"]
+    host.next_tick()
+    host.tick()
+    assert "nothing moved" in _last_round(host)["why"]
+
+
+def test_a_queue_written_by_anyone_else_since_is_compared_again(host_factory, github) -> None:
+    """A withdrawal, a round that listed for itself, an older version: the file is no longer the one the
+    standing names, and the next quiet tick compares in full, putting back what the watch's list says."""
+    from git_sluice.intake.queue import QueueDoc
+
+    host, _waiting = _quiet_host(host_factory, github)
+    store = QueueStore(host.sessions["o/r1"].repo.sluice_dir)
+    doc = store.load("main")
+    store.save(QueueDoc(repository=doc.repository, branch="main", holder=doc.holder, read_at=doc.read_at,
+                        entries={}, withdrawn_by="host-b"))
+    host.tick()
+    assert len(host.entries("o/r1")) == 4 and store.load("main").withdrawn_by is None
+    assert "nothing moved" not in _last_round(host)["why"]
+
+
+def test_heads_the_registry_forgot_are_noted_again_before_the_queue_may_stand(host_factory, github) -> None:
+    """Were the clone's waiting heads gone from the registry, no tick would watch them and a standing
+    queue would wait on checks nobody asks: the round compares, which notes them again."""
+    host, waiting = _quiet_host(host_factory, github)
+    (registry,) = (host_state_dir() / "watch").glob("registry.json")
+    data = json.loads(registry.read_text())
+    for entry in data["clones"].values():
+        entry["heads"] = {}
+    registry.write_text(json.dumps(data))
+    host.tick()
+    assert "nothing moved" not in _last_round(host)["why"]
+    heads = [h for e in json.loads(registry.read_text())["clones"].values() for h in e["heads"].get("main", [])]
+    assert [h["number"] for h in heads] == [waiting]
+    host.next_tick()
+    host.tick()
+    assert "nothing moved" in _last_round(host)["why"]
+
+
+def test_a_mergeability_still_unknown_keeps_the_queue_from_standing(host_factory, github) -> None:
+    """A request GitHub has not computed the mergeability of is read again each tick, as before the
+    standing: the take-in that saw it unknown leaves nothing for a quiet round to stand on."""
+    gh = github.gh
+    ready_pr(gh, "o/r1", "feat")
+    n = gh.open_pr("o/r1", head_ref="fresh")
+    gh.add_check_run("o/r1", gh.pr("o/r1", n).head_sha, "ci", status="completed", conclusion="success")
+    gh.set_mergeable("o/r1", n, "UNKNOWN")
+    host = host_factory(("o/r1",))
+    for _ in range(3):
+        host.tick()
+        host.next_tick()
+    mark = gh.mark()
+    host.tick()
+    assert "nothing moved" not in _last_round(host)["why"]
+    assert len(gh.calls(since=mark, resource="graphql")) == 1  # read again, for its mergeability
