@@ -72,6 +72,27 @@ def main() -> None:
     cli()
 
 
+ASYNC_ONLY = ("trio",)
+"""What httpcore imports whenever it is installed, for async clients alone.
+
+httpcore's synchronisation module runs ``import trio`` at import time, inside
+``try: ... except ImportError``, so that an async client under trio finds it:
+~45 ms of every process that builds a transport (issue 15: a third of a quiet
+round's CPU on a machine whose Python has trio), for a library git-sluice never
+runs (every call it makes is synchronous, on threads). Marked absent in
+git-sluice's own process, httpcore takes its "not installed" path, as it does
+in any environment without trio; its synchronous locks are ``threading``'s
+either way. anyio is not marked: httpx depends on it and it costs ~1 ms.
+"""
+
+
+def sync_only() -> None:
+    """Mark :data:`ASYNC_ONLY` absent, in a process that is git-sluice's own (not in a host program)."""
+    for name in ASYNC_ONLY:
+        if name not in sys.modules:  # already imported (never, in a fresh process): left as it is
+            sys.modules[name] = None  # type: ignore[assignment]
+
+
 def run() -> None:
     """The process's own entry (console script, ``python -m``): :func:`main`, then a quick exit.
 
@@ -85,8 +106,9 @@ def run() -> None:
     When another non-daemon thread still runs, or the exit code is not a number, it
     leaves the ordinary exit to decide (threads are joined, a message is printed).
     Tests call :func:`main` and look at the interpreter afterwards, so only this entry
-    ends the process.
+    ends the process, and only this entry marks :data:`ASYNC_ONLY` absent.
     """
+    sync_only()
     try:
         main()
         code: object = 0

@@ -112,8 +112,8 @@ def connect(*args, **kwargs):
 sqlite3.connect = connect
 atexit.register(lambda: open(out, "w").write(str(count[0])))
 sys.argv = ["git-sluice", *argv]
-from git_sluice.entry import main
-sys.exit(main())
+from git_sluice.entry import run
+run()
 """
 
 
@@ -140,8 +140,8 @@ def report():
                    "modules": sum(1 for name in sys.modules if name.split(".")[0] == "git_sluice")}, f)
 atexit.register(report)
 sys.argv = ["git-sluice", *argv]
-from git_sluice.entry import main
-sys.exit(main())
+from git_sluice.entry import run
+run()
 """
 
 
@@ -182,10 +182,11 @@ def in_drive_cpu(w: World, host: Any, name: str, samples: int = 3) -> dict[str, 
 
 
 # What a process that calls GitHub pays before any work of git-sluice's own: the interpreter, httpx
-# imported as git_sluice imports it (its command line marked absent) and the transport a forge builds
-# (loopback: no certificate store), measured beside the rows, so the floor of a fresh round is a figure.
+# imported as git-sluice's own process imports it (its command line marked absent by git_sluice, trio by
+# entry.run) and the transport a forge builds (loopback: no certificate store), measured beside the rows,
+# so the floor of a fresh round is a figure.
 HTTPX_FLOOR = (
-    "import sys; sys.modules['httpx._main'] = None\n"
+    "import sys; sys.modules['httpx._main'] = None; sys.modules['trio'] = None\n"
     "import ssl, httpx\n"
     "httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))\n"
 )

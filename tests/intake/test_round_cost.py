@@ -170,3 +170,39 @@ def test_a_quiet_intake_never_imports_graphql(clone: Path, github: ServedDouble,
     assert quiet["code"] == 0 and quiet["rounds"][0]["outcome"] == "taken-in"  # type: ignore[index]
     assert quiet["rounds"][0]["read"] == []  # type: ignore[index]
     assert quiet["graphql"] is False
+
+
+FAKE_TRIO = "import os\nwith open(os.environ['FAKE_TRIO_MARK'], 'a') as f:\n    f.write('imported\\n')\n"
+
+
+def test_a_round_that_calls_github_never_imports_trio(clone: Path, github: ServedDouble, tmp_path: Path) -> None:
+    """httpcore imports trio whenever it is installed (~45 ms, for async alone): git-sluice's own process never does.
+
+    A stand-in ``trio`` that notes each import stands first on the path. The
+    control shows httpcore still imports it when asked (were that to change,
+    ``entry.ASYNC_ONLY`` could go); a real ``git-sluice intake`` that builds
+    its transport and calls the double leaves no note.
+    """
+    _populate(github)
+    fake = tmp_path / "fake-site"
+    (fake / "trio").mkdir(parents=True)
+    (fake / "trio" / "__init__.py").write_text(FAKE_TRIO)
+    mark = tmp_path / "trio-imported"
+    clock_file = tmp_path / "clock"
+    clock_file.write_text(repr(github.clock.time()))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(fake), os.environ.get("PYTHONPATH")])),
+               FAKE_TRIO_MARK=str(mark), GIT_SLUICE_TEST_CLOCK=str(clock_file))
+
+    control = subprocess.run([sys.executable, "-c", "import httpcore._synchronization"], env=env, capture_output=True,
+                             text=True, timeout=60)
+    assert control.returncode == 0, control.stderr
+    assert mark.read_text() == "imported\n"  # the stand-in is what httpcore finds
+    mark.unlink()
+
+    calls = github.gh.mark()
+    done = subprocess.run([sys.executable, "-m", "git_sluice", "intake", "--json"], cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["rounds"][0]["outcome"] == "taken-in"
+    assert github.gh.requests(since=calls) > 0  # the transport was built and used
+    assert not mark.exists()
