@@ -43,14 +43,17 @@ def _mark(work: Path, branch: str, message: str) -> str:
 
 
 def _run_cli(work: Path, *args: str) -> dict[str, object]:
+    # what the interpreter loaded before the command (a site .pth may import certifi, and with it typing) is
+    # not the command's doing: only modules it added count
     code = (
         "import json, sys\n"
+        "before = set(sys.modules)\n"
         "from git_sluice.entry import main\n"
         f"sys.argv = ['git-sluice', *{list(args)!r}]\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\nelse:\n    code = 0\n"
-        f"print(json.dumps({{'heavy': [m for m in {HEAVY!r} if m in sys.modules], 'code': code,\n"
-        f"                  'light': [m for m in {ALSO!r} if m in sys.modules],\n"
-        f"                  'click': [m for m in ('click',) if m in sys.modules]}}))\n"
+        "added = lambda names: [m for m in names if m in sys.modules and m not in before]\n"
+        f"print(json.dumps({{'heavy': added({HEAVY!r}), 'code': code, 'light': added({ALSO!r}),\n"
+        f"                  'click': added(('click',))}}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, check=True)
     *printed, last = proc.stdout.strip().splitlines()
