@@ -50,3 +50,25 @@ def test_a_thread_still_running_gets_the_ordinary_exit(tmp_path: Path) -> None:
 def test_a_message_exit_is_left_to_python(tmp_path: Path) -> None:
     done = _run(tmp_path, "entry.main = lambda: sys.exit('git sluice: stopped')")
     assert done.returncode == 1 and "git sluice: stopped" in done.stderr
+
+
+def test_run_marks_trio_absent_only_where_nothing_imported_it(tmp_path: Path) -> None:
+    """``entry.run`` makes ``import trio`` fail as if it were not installed; a module already loaded stays.
+
+    A stand-in trio stands first on the path, so the test means the same whether or not trio is installed.
+    """
+    (tmp_path / "site" / "trio").mkdir(parents=True)
+    (tmp_path / "site" / "trio" / "__init__.py").write_text("mine = 'found'\n")
+    probe = (
+        f"sys.path.insert(0, {str(tmp_path / 'site')!r})\n"
+        "def probe():\n"
+        "    try:\n"
+        "        import trio\n"
+        "    except ImportError:\n"
+        "        return 'absent'\n"
+        "    return getattr(trio, 'mine', 'loaded')\n"
+        "entry.main = lambda: sys.stderr.write(probe())\n"
+    )
+    assert _run(tmp_path, probe).stderr == "absent"
+    preloaded = "import types\nsys.modules['trio'] = types.SimpleNamespace(mine='kept')\n" + probe
+    assert _run(tmp_path, preloaded).stderr == "kept"
