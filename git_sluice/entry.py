@@ -77,7 +77,7 @@ ASYNC_ONLY = ("trio",)
 
 httpcore's synchronisation module runs ``import trio`` at import time, inside
 ``try: ... except ImportError``, so that an async client under trio finds it:
-~45 ms of every process that builds a transport (issue 15: a third of a quiet
+~45 ms of every process that builds a transport (issue 15: a quarter of a quiet
 round's CPU on a machine whose Python has trio), for a library git-sluice never
 runs (every call it makes is synchronous, on threads). Marked absent in
 git-sluice's own process, httpcore takes its "not installed" path, as it does
