@@ -177,8 +177,8 @@ class GitWorld:
         """A new commit on the head, made in the host's clone on top of the remote's (fetched first)."""
         clone = self.hosts[host].clones[repo]
         env = self.world.host_env(self.hosts[host])
-        git(clone, "-c", "core.hooksPath=/dev/null", "fetch", "-q", "origin",
-            f"+refs/heads/{head_ref}:refs/remotes/origin/{head_ref}", env=env)
+        git(clone, "-c", "core.hooksPath=/dev/null", "fetch", "-q", *self.hosts[host].harness_fetch_args(repo),
+            "origin", f"+refs/heads/{head_ref}:refs/remotes/origin/{head_ref}", env=env)
         raw = pygit2.Repository(str(clone))
         parent = raw.references[f"refs/remotes/origin/{head_ref}"].target
         sig = pygit2.Signature("Bench", "bench@sluice.invalid", int(self.world.clock.time()), 0)
@@ -191,7 +191,8 @@ class GitWorld:
         h = self.hosts[host]
         clone = h.clones[repo]
         started = time.monotonic()
-        git(clone, "push", "-q", "origin", f"refs/heads/{head_ref}:refs/heads/{head_ref}", env=self.world.host_env(h))
+        git(clone, "push", "-q", *h.harness_push_args(repo), "origin", f"refs/heads/{head_ref}:refs/heads/{head_ref}",
+            env=self.world.host_env(h))
         self.world.repos[repo].branch_heads[head_ref] = sha
         return self._after_hook(clone, started)
 
@@ -203,7 +204,7 @@ class GitWorld:
         h = self.hosts[host]
         clone = h.clones[repo]
         started = time.monotonic()
-        git(clone, "fetch", "-q", "origin", env=self.world.host_env(h))
+        git(clone, "fetch", "-q", *h.harness_fetch_args(repo), "origin", env=self.world.host_env(h))
         return self._after_hook(clone, started)
 
     def _after_hook(self, clone: Path, started: float) -> float:

@@ -32,6 +32,17 @@ Why it is built this way:
 - **A server per host.** Every host's clones talk to their own loopback port
   of the one double, so the calls *each host* sends can be counted (the
   busiest minute per host) though the ledger holds every host's calls.
+- **Git requests to the remote are counted** (issue 29), where a run asks
+  (``world(count_git=True)``): each clone's ``remote.origin.uploadpack`` and
+  ``remote.origin.receivepack`` name small wrapper scripts that append one
+  line (the shared clock's time, host, repository, who, kind) to the world's
+  log and ``exec`` git's own ``git-upload-pack`` / ``git-receive-pack``. Every
+  git command git-sluice runs against ``origin`` (fetch, ls-remote, push, in
+  process or in a hook round) goes through them; the harness's own git
+  commands (the user's ``git push``, ``prepare_push``'s fetch, the fetch that
+  brings a merge) name their own wrappers on the command line
+  (``--upload-pack`` / ``--receive-pack``, which reach no child process), so
+  they are logged as the harness's, apart. See :func:`git_requests`.
 - **Hooks are the product's.** Every clone is set up by
   :func:`git_sluice.commands.setup.install` (what ``git sluice setup`` runs), so a
   ``git push`` or ``git fetch`` the harness runs in a clone fires the real
@@ -217,6 +228,18 @@ class Host:
     root: Path
     clones: dict[str, Path] = field(default_factory=dict)
     server: DoubleServer | None = None
+    # per repository: the harness's own wrappers (its git commands pass them on the command line)
+    harness_wrappers: dict[str, tuple[Path, Path]] = field(default_factory=dict)
+
+    def harness_fetch_args(self, full_name: str) -> list[str]:
+        """``git fetch`` options that send the harness's own fetch through its wrapper (logged apart)."""
+        wrappers = self.harness_wrappers.get(full_name)
+        return [f"--upload-pack={wrappers[0]}"] if wrappers else []
+
+    def harness_push_args(self, full_name: str) -> list[str]:
+        """``git push`` options that send the harness's own push through its wrapper (logged apart)."""
+        wrappers = self.harness_wrappers.get(full_name)
+        return [f"--receive-pack={wrappers[1]}"] if wrappers else []
 
     def arrivals(self, since: float = float("-inf"), until: float = float("inf")) -> list[float]:
         """Clock times of the API calls this host's processes sent (its own port of the double)."""
@@ -238,8 +261,10 @@ class World:
     """Everything one scenario run needs; build it with :func:`world`."""
 
     def __init__(self, root: Path, clock: FileClock, gh: GitHubDouble, api: str, env: dict[str, str],
-                 auth: str = "user", app_key: Path | None = None) -> None:
+                 auth: str = "user", app_key: Path | None = None, count_git: bool = False) -> None:
         self.auth = auth
+        self.count_git = count_git
+        self.git_log = root / "git-requests.log"
         self.app_key = app_key
         self.pool = pool_of(auth)
         self.root = root
@@ -319,6 +344,8 @@ class World:
             assert self.app_key is not None
             settings += [("sluice.appId", str(APP_ID)), ("sluice.appKeyFile", str(self.app_key)),
                          ("sluice.installation", str(INSTALLATION_ID))]
+        if self.count_git:
+            settings += self._wrappers(host, spec)
         for key, value in settings:
             git(work, "config", key, value, env=self.env)
         if hooks:
@@ -327,6 +354,25 @@ class World:
             install(Repo.discover(work))
         host.clones[full_name] = work
         return work
+
+    def _wrappers(self, host: Host, spec: RepoSpec) -> list[tuple[str, str]]:
+        """The clone's counting wrappers: (config key, value) pairs for git-sluice's; the harness's kept on ``host``."""
+        folder = host.root / "gitwrap"
+        folder.mkdir(parents=True, exist_ok=True)
+        made: dict[tuple[str, str], Path] = {}
+        for who in ("sluice", "harness"):
+            for side, program in (("read", "git-upload-pack"), ("push", "git-receive-pack")):
+                path = folder / f"{spec.short}-{side}-{who}"
+                path.write_text(wrapper_script(self.git_log, host.name, spec.short, who, side, program))
+                path.chmod(0o755)
+                made[(who, side)] = path
+        host.harness_wrappers[spec.full_name] = (made[("harness", "read")], made[("harness", "push")])
+        return [("remote.origin.uploadpack", str(made[("sluice", "read")])),
+                ("remote.origin.receivepack", str(made[("sluice", "push")]))]
+
+    def git_requests(self) -> list["GitRequest"]:
+        """Every git request to the bare remotes logged so far (empty unless the world counts them)."""
+        return read_git_log(self.git_log)
 
     def store(self, host: Host, *, own: bool = False) -> HostStore:
         """``host``'s store: one connection per host shared by its in-process sessions, or (``own``) a new one.
@@ -375,6 +421,59 @@ class World:
                 host.server.close()
 
 
+@dataclass(frozen=True)
+class GitRequest:
+    """One upload-pack or receive-pack the bare remotes served: when (shared clock), for whom, what."""
+
+    at: float
+    host: str
+    repo: str  # the repository's short name (r01)
+    who: str  # sluice (any git-sluice process) | harness (the benchmark's own git commands)
+    kind: str  # fetch | ls-remote | push
+
+
+def wrapper_script(log: Path, host: str, repo: str, who: str, side: str, program: str) -> str:
+    """A shell script that logs one line for the request, then becomes git's own ``program``.
+
+    The time is the shared clock's (``GIT_SLUICE_TEST_CLOCK``, read with the shell's own ``read``);
+    a read-side request is told apart as an ``ls-remote`` by the command line of the git process that
+    started it (its parent or, through ``sh -c``, its grandparent). One short ``>>`` line per request: appends of a few bytes are atomic.
+    """
+    kind = "push" if side == "push" else '$(_k)'
+    return f"""#!/bin/sh
+t=
+[ -n "$GIT_SLUICE_TEST_CLOCK" ] && read -r t < "$GIT_SLUICE_TEST_CLOCK" 2>/dev/null
+_k() {{
+  # git starts the wrapper through "sh -c": the git command is the parent or the grandparent
+  read -r _ _ _ gp _ < /proc/$PPID/stat 2>/dev/null
+  case "$(cat /proc/$PPID/cmdline /proc/$gp/cmdline 2>/dev/null | tr '\\000' ' ')" in
+    *" ls-remote "*) echo ls-remote ;;
+    *) echo fetch ;;
+  esac
+}}
+echo "${{t:-0}} {host} {repo} {who} {kind}" >> '{log}'
+exec {program} "$@"
+"""
+
+
+def read_git_log(path: Path) -> list[GitRequest]:
+    try:
+        text = path.read_text()
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 5:
+            continue
+        try:
+            at = float(parts[0])
+        except ValueError:
+            continue
+        out.append(GitRequest(at, *parts[1:]))
+    return out
+
+
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
     done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, env=env)
     if check and done.returncode != 0:
@@ -411,10 +510,12 @@ def _isolated_env(root: Path, clock_file: Path, auth: str = "user") -> dict[str,
 
 @contextmanager
 def world(prefix: str = "sluice-bench-", *, start: float | None = None, keep: bool = False,
-          auth: str = "user") -> Iterator[World]:
+          auth: str = "user", count_git: bool = False) -> Iterator[World]:
     """An isolated world with a served double on a shared FileClock; os.environ is the world's meanwhile.
 
-    ``auth`` is one of :data:`AUTHS`: how every process of the world authenticates.
+    ``auth`` is one of :data:`AUTHS`: how every process of the world authenticates. ``count_git``:
+    every clone's git requests to its remote go through counting wrappers (:meth:`World.git_requests`);
+    off where a scenario times git commands (S6), since a wrapper is a shell process more.
     """
     if auth not in AUTHS:
         raise ValueError(f"auth must be one of {', '.join(AUTHS)}, not {auth!r}")
@@ -435,7 +536,7 @@ def world(prefix: str = "sluice-bench-", *, start: float | None = None, keep: bo
             key_path.chmod(0o600)
         with serve(gh) as server:
             quiet_reset(server)
-            w = World(root, clock, gh, server.url, env, auth=auth, app_key=key_path)
+            w = World(root, clock, gh, server.url, env, auth=auth, app_key=key_path, count_git=count_git)
             try:
                 yield w
             finally:
