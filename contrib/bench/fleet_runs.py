@@ -28,12 +28,12 @@ from git_sluice.clock import FakeClock
 from git_sluice.double import GitHubDouble
 
 from fleet_activity import MODERATE, Activity, NoGit, Rates, Unrelated, freshness, plan, unrelated_plan
-from fleet_baselines import (AppMinter, ConditionalPoller, DashboardPoller, Direct, NaivePoller, Observer,
-                             PassActor, TowerFixPoller, adr_pace)
+from fleet_baselines import (AppMinter, ConditionalPoller, DashboardPoller, Direct, GraphQLPoller, NaivePoller,
+                             Observer, PassActor, TowerFixPoller, adr_pacer)
 from fleet_sim import Scheduler
 from fleet_sluice import DriverActor, GitWorld, QueueWatch, WaitSlot, poll_queue, tally
-from fleet_world import (APP_ID, INSTALLATION_ID, TOKEN, busiest_minute_of, make_double, pool_of, repo_name,
-                         world)
+from fleet_world import (APP_ID, INSTALLATION_ID, TOKEN, GitRequest, busiest_minute_of, make_double, pool_of,
+                         repo_name, world)
 
 ALLOWANCE = 5000
 SECONDARY_PER_MINUTE = 900  # GitHub's secondary limit: points a minute per REST endpoint
@@ -144,12 +144,78 @@ def _fresh(expectations: list[Any]) -> dict[str, Any]:
     return {name: freshness(expectations, classes) for name, classes in FRESHNESS_CLASSES.items()}
 
 
+# ------------------------------------------------------------------------- git requests
+TICK = 60.0  # the discovery interval: a host's "tick" for the git figures
+
+
+def git_figures(requests: list[GitRequest], hosts: list[str], repos: list[str], t_start: float,
+                t_end: float) -> dict[str, Any]:
+    """Issue 29's git figures over a window: what git-sluice's processes asked of the bare remotes.
+
+    Read side = upload-pack (``git fetch``, ``git ls-remote``), push side = receive-pack. Per hour for
+    the fleet and per host (max, mean over the hosts); the read side per host, per tick (60 s, from the
+    window's start) and per remote, mean and busiest; the busiest 60 s of pushes to one repository for
+    the whole fleet. The harness's own git commands (the user's pushes, the fetch that brings a merge)
+    are counted apart, never in these figures.
+    """
+    window = max(t_end - t_start, 1e-9)
+    factor = 3600.0 / window
+    inside = [r for r in requests if t_start <= r.at < t_end]
+    mine = [r for r in inside if r.who == "sluice"]
+    reads = [r for r in mine if r.kind in ("fetch", "ls-remote")]
+    pushes = [r for r in mine if r.kind == "push"]
+    shorts = [name.split("/", 1)[-1] for name in repos]
+
+    def per_host(items: list[GitRequest]) -> dict[str, float]:
+        counts = {h: 0 for h in hosts}
+        for r in items:
+            counts[r.host] = counts.get(r.host, 0) + 1
+        return {h: n * factor for h, n in counts.items()}
+
+    ticks = max(1, round(window / TICK))
+    per_tick: dict[tuple[str, str, int], int] = {}
+    for r in reads:
+        key = (r.host, r.repo, min(int((r.at - t_start) // TICK), ticks - 1))
+        per_tick[key] = per_tick.get(key, 0) + 1
+    slots = max(len(hosts) * len(shorts) * ticks, 1)
+    push_minute = {repo: busiest_minute_of([r.at for r in pushes if r.repo == repo]) for repo in shorts}
+    busiest_repo = max(push_minute.items(), key=lambda kv: kv[1]) if push_minute else (None, 0)
+    read_host, push_host = per_host(reads), per_host(pushes)
+
+    def spread(values: dict[str, float]) -> dict[str, float]:
+        vals = list(values.values()) or [0.0]
+        return {"max": max(vals), "mean": sum(vals) / len(vals)}
+
+    harness = [r for r in inside if r.who == "harness"]
+    return {
+        "read_per_hour": len(reads) * factor,
+        "fetch_per_hour": sum(1 for r in reads if r.kind == "fetch") * factor,
+        "ls_remote_per_hour": sum(1 for r in reads if r.kind == "ls-remote") * factor,
+        "push_per_hour": len(pushes) * factor,
+        "read_per_host_hour": spread(read_host),
+        "push_per_host_hour": spread(push_host),
+        "read_by_host": read_host,
+        "push_by_host": push_host,
+        "read_per_host_tick_remote": len(reads) / slots,
+        "read_busiest_host_tick_remote": max(per_tick.values(), default=0),
+        "push_busiest_minute_repo": busiest_repo[1],
+        "push_busiest_repo": busiest_repo[0],
+        "push_per_minute_repo": len(pushes) / max(len(shorts), 1) / (window / 60.0),
+        "hosts": len(hosts),
+        "remotes": len(shorts),
+        "ticks": ticks,
+        "harness_read_per_hour": sum(1 for r in harness if r.kind != "push") * factor,
+        "harness_push_per_hour": sum(1 for r in harness if r.kind == "push") * factor,
+        "logged": len(requests),
+    }
+
+
 # ------------------------------------------------------------------------------ git-sluice
 def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> dict[str, Any]:
     """git-sluice's fleet on real git: drivers and waits in-process, hook rounds as real processes."""
     started = time.monotonic()
     warned = len(WARNINGS.records)
-    with world(auth=spec.auth) as w:
+    with world(auth=spec.auth, count_git=True) as w:
         for name in spec.repo_names:
             w.add_repo(name)
         gitside = GitWorld(w, [])
@@ -214,6 +280,7 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
         t_end = w.clock.time()
         per_host = {h.name: busiest_minute_of(h.arrivals(t_start, t_end)) for h in hosts}
         per_host_calls = {h.name: len(h.arrivals(t_start, t_end)) * _per_hour(spec.window) for h in hosts}
+        git_requests = git_figures(w.git_requests(), [h.name for h in hosts], spec.repo_names, t_start, t_end)
         # hook rounds that ran for real, and any the product recorded as failed
         hook_failures = []
         hook_rounds = 0
@@ -244,6 +311,7 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
             "host_busiest_minute": per_host,
             "pools_seen": sorted({str(c.pool) for c in w.gh.ledger}),
             "host_calls_per_hour": per_host_calls,
+            "git": git_requests,
             "warmup_s": spec.warmup,
             "per_hour": t.scaled(factor),
             "window": t.__dict__,
@@ -265,6 +333,7 @@ def sluice_fleet(spec: FleetSpec, *, workers: int = 4, queue_polls: int = 0) -> 
             "host_store_moved_aside": moved_aside,
             "queue_polls": [p.__dict__ for p in polls],
             "setup_seconds": setup_seconds,
+            "warmup_seconds": run_started - started - setup_seconds,
             "run_seconds": run_seconds,
             "wall_seconds": time.monotonic() - started,
         }
@@ -313,6 +382,8 @@ def baseline_fleet(kind: str, spec: FleetSpec, *, scale: float = 1.0, window: fl
                    warmup: float | None = None) -> dict[str, Any]:
     """A poller fleet (``naive`` or ``conditional``): one poller per (host, repository), plus one per
     git-sluice wait, every 3 s; each local push or fetch runs one pass in a fresh process.
+    ``graphql``: the competent client, one :class:`GraphQLPoller` per host over all its repositories,
+    a pass a minute, nothing more for a push or a fetch (its waits read its answers).
 
     ``scale`` runs a time-scaled hour (see the module docstring); otherwise ``window`` seconds of the
     real allowance are measured and extrapolated to the hour, which holds only while the allowance
@@ -331,19 +402,21 @@ def baseline_fleet(kind: str, spec: FleetSpec, *, scale: float = 1.0, window: fl
 
     refusals = {"primary": 0, "secondary": 0}
     processes = spec.hosts * (spec.repos + spec.waits_per_host + spec.extra_procs_per_host)
-    pace = adr_pace(processes, ALLOWANCE) if kind == "naive" else 0.0
+    # the fleet's one pace (issue 29): the allowance lasts 45 minutes, the hour's calls stay at the ADR's
+    # (a time-scaled hour keeps both intervals: its allowance and calls are both divided by ``scale``)
+    pacer = adr_pacer(ALLOWANCE) if kind == "naive" else None
 
     def make(repo: str) -> Any:
         direct = direct_for(refusals)
         if kind == "naive":
-            return NaivePoller(direct, repo, observer, pace=pace)
+            return NaivePoller(direct, repo, observer, pacer=pacer, clock=clock.time)
         return ConditionalPoller(direct, repo, clock.time, observer)
 
     def on_step(repo: str, host: int) -> None:
         poller = make(repo)
         sched.at(clock.time(), f"step {repo}", PassActor(poller.run_pass, 3.0, once=True).step)
 
-    activity = Activity(gh, NoGit(on_step))
+    activity = Activity(gh, NoGit(None if kind == "graphql" else on_step))
     if observer is not None:
         observer.expectations = activity.expectations
     _install(gh, spec.auth, spec.repo_names)
@@ -352,7 +425,12 @@ def baseline_fleet(kind: str, spec: FleetSpec, *, scale: float = 1.0, window: fl
     rng = random.Random(spec.seed)
     t0 = clock.time()
     pollers = []
-    for _host in range(spec.hosts):
+    for _host in range(spec.hosts if kind == "graphql" else 0):
+        poller = GraphQLPoller(direct_for(refusals), list(spec.repo_names), clock.time, observer)
+        actor = PassActor(poller.run_pass, 60.0)
+        pollers.append((poller, actor))
+        sched.at(t0 + rng.uniform(0, 60.0), "poll graphql", actor.step)
+    for _host in range(0 if kind == "graphql" else spec.hosts):
         names = list(spec.repo_names)
         names += [rng.choice(spec.repo_names) for _ in range(spec.waits_per_host + spec.extra_procs_per_host)]
         for name in names:
@@ -378,11 +456,19 @@ def baseline_fleet(kind: str, spec: FleetSpec, *, scale: float = 1.0, window: fl
     end = len(gh.ledger)
     t = tally(gh, mark, end)
     figures = ledger_figures(gh, mark, end, pool_of(spec.auth))
+    # refused time, in minutes of the (scaled) hour: minutes of the window with a refusal (a scaled run's
+    # minute is 60/scale s of its window)
+    bucket = 60.0 / scale
+    refused_minutes = len({int((c.time - t_start) // bucket) for c in gh.ledger[mark:end]
+                           if c.status in (403, 429)}) * bucket * factor / 60.0
     sched.close()
     return {
+        "refused_minutes_per_hour": refused_minutes,
         "kind": kind,
         "auth": spec.auth,
-        "pace_s": pace,
+        "pace_s": pacer.ok_interval if pacer is not None else None,
+        "refused_pace_s": pacer.refused_interval if pacer is not None else None,
+        "processes": spec.hosts if kind == "graphql" else processes,
         **figures,
         "spec": spec.describe(),
         "scale": scale,
