@@ -435,23 +435,23 @@ class GitRequest:
 def wrapper_script(log: Path, host: str, repo: str, who: str, side: str, program: str) -> str:
     """A shell script that logs one line for the request, then becomes git's own ``program``.
 
-    The time is the shared clock's (``GIT_SLUICE_TEST_CLOCK``, read with the shell's own ``read``);
-    a read-side request is told apart as an ``ls-remote`` by the command line of the git process that
-    started it (its parent or, through ``sh -c``, its grandparent). One short ``>>`` line per request: appends of a few bytes are atomic.
+    The time is the shared clock's (``GIT_SLUICE_TEST_CLOCK``); a read-side request is told apart as an
+    ``ls-remote`` by the command line of the git process that started it (git starts the wrapper
+    through ``sh -c``: its parent or grandparent). Only the shell's own builtins run before the
+    ``exec`` (``read`` of ``/proc``; dash drops the command line's NULs), so a request costs one
+    shell more, no other process. One short ``>>`` line per request: appends of a few bytes are atomic.
     """
-    kind = "push" if side == "push" else '$(_k)'
+    detect = "" if side == "push" else """k=fetch
+read -r _ _ _ gp _ < /proc/$PPID/stat 2>/dev/null
+read -r c1 < /proc/$PPID/cmdline 2>/dev/null
+[ -n "$gp" ] && read -r c2 < /proc/$gp/cmdline 2>/dev/null
+case "$c1 $c2" in *ls-remote*) k=ls-remote ;; esac
+"""
+    kind = "push" if side == "push" else "$k"
     return f"""#!/bin/sh
 t=
 [ -n "$GIT_SLUICE_TEST_CLOCK" ] && read -r t < "$GIT_SLUICE_TEST_CLOCK" 2>/dev/null
-_k() {{
-  # git starts the wrapper through "sh -c": the git command is the parent or the grandparent
-  read -r _ _ _ gp _ < /proc/$PPID/stat 2>/dev/null
-  case "$(cat /proc/$PPID/cmdline /proc/$gp/cmdline 2>/dev/null | tr '\\000' ' ')" in
-    *" ls-remote "*) echo ls-remote ;;
-    *) echo fetch ;;
-  esac
-}}
-echo "${{t:-0}} {host} {repo} {who} {kind}" >> '{log}'
+{detect}echo "${{t:-0}} {host} {repo} {who} {kind}" >> '{log}'
 exec {program} "$@"
 """
 
