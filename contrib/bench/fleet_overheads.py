@@ -208,12 +208,15 @@ def python_baseline(samples: int = 5) -> dict[str, Any]:
     return {"wall": _median(wall), "cpu": _median(cpu), "samples": len(wall), "httpx_cpu": _median(floor)}
 
 
+SMALL_QUEUE = 20  # open requests behind the rows of `status`, `queue --json` and the hooks' added time
+
+
 def command_walls(samples: int = 5) -> dict[str, Any]:
     """``git sluice status`` and ``git sluice queue --json`` from start to end, over a 20-request queue."""
     with world() as w:
         name = repo_name(1)
         w.add_repo(name)
-        Activity(w.gh, GitWorld(w, [])).populate(name, 20, seed=7)
+        Activity(w.gh, GitWorld(w, [])).populate(name, SMALL_QUEUE, seed=7)
         host = w.add_host("host-1", hooks=False)
         clone = host.clones[name]
         env = w.host_env(host)
@@ -307,7 +310,7 @@ def queue_startup(samples: int = 5) -> dict[str, Any]:
     with world() as w:
         name = repo_name(1)
         w.add_repo(name)
-        Activity(w.gh, GitWorld(w, [])).populate(name, 20, seed=7)
+        Activity(w.gh, GitWorld(w, [])).populate(name, SMALL_QUEUE, seed=7)
         host = w.add_host("host-1", hooks=False)
         clone = host.clones[name]
         env = w.host_env(host)
@@ -342,7 +345,7 @@ def hook_overhead(samples: int = 5) -> dict[str, Any]:
         name = repo_name(1)
         spec = w.add_repo(name)
         activity = Activity(w.gh, GitWorld(w, []))
-        activity.populate(name, 20, seed=9)
+        activity.populate(name, SMALL_QUEUE, seed=9)
         hooked = w.add_host("hooked", hooks=True)
         plain = w.add_host("plain", hooks=False)
         # the control arm: the same two hooks, empty, so git's own price for starting hooks is a figure

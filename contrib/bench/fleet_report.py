@@ -130,7 +130,12 @@ compressed, not the intervals.
   connection each, do not meet this; in-process hosts did, in earlier runs.
 - **Baselines** are implemented in the harness (`contrib/bench/fleet_baselines.py`)
   and call the double's request pipeline in-process (the code its HTTP server
-  runs, minus the socket). The double has no reviews route, so a pass's
+  runs, minus the socket). The naive poller is paced to ADR 0071's own hour
+  by one pace its processes share: the allowance lasts 45 minutes, the
+  refused passes bring the hour to about 10,500 calls (the ADR's
+  9,000–12,000), whatever the fleet's size. The GraphQL poller is the
+  competent client a careful engineer would write without git-sluice: one
+  query a minute per host over all its repositories, 100 requests a page. The double has no reviews route, so a pass's
   "reviews" read is `GET /pulls/{n}` (one REST call alike); it has no issues,
   so Tower's three reads are three pull-request queries (open with reviews and
   labels — 2 points —, merged, closed).
@@ -156,6 +161,14 @@ compressed, not the intervals.
   kept answer helps only the process whose token received it); GitHub
   Enterprise Server (`/api/v3`, `/api/graphql`) with its rate limits off
   (nothing counted, no secondary limit). Baselines authenticate alike.
+- **Git requests to the remote** (issue 29) are counted in every fleet run:
+  each clone's `remote.origin.uploadpack` / `remote.origin.receivepack` is a
+  wrapper that logs the request (the shared clock's time, host, repository,
+  `fetch` / `ls-remote` / `push`) and execs git's own, so every fetch,
+  ls-remote and push git-sluice sends, in process or from a hook round, is
+  in the log. The harness's own git commands name wrappers of their own on
+  the command line and are counted apart, never as git-sluice's. S6 times
+  git commands and runs without the wrappers.
 - **Calls per host:** each host's processes talk to their own loopback port
   of the one double, so the busiest minute of calls *a host* sent is
   counted beside the busiest minute on one endpoint of the pool (what
@@ -185,7 +198,7 @@ def render_section(result: dict[str, Any]) -> str:
     m = result["machine"]
     lines = [
         START,
-        "## The fleet benchmark (issues 8, 11, 12, 15)",
+        "## The fleet benchmark (issues 8, 11, 12, 15, 29)",
         "",
         "_This section is written by `contrib/bench/fleet.py`; edit the harness, not the text._",
         "",
@@ -233,6 +246,7 @@ def render_section(result: dict[str, Any]) -> str:
         lines.append("")
     lines.append("Rows marked in their note as not like for like, and rows without a baseline, do not rank.")
     lines.append("")
+    lines += render_done_when(scenarios)
     worse = [note for sc in scenarios if sc.key == "s8" for note in sc.notes if note.startswith("Worse than before")]
     if worse:
         lines.append("**Figures that got worse** against the harder double (issue 12's 'before' was measured on "
@@ -266,6 +280,20 @@ def render_section(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_done_when(scenarios: list[Scenario]) -> list[str]:
+    """Issue 29's "done when": each goal, this run's figure, met / not met (from S9's run, and S6's)."""
+    s9 = next((sc for sc in scenarios if sc.key == "s9"), None)
+    goals = (s9.raw.get("done_when") if s9 is not None else None) or []
+    if not goals:
+        return []
+    lines = ["### issue 29: done when", "", "| goal | this run | verdict |", "|---|---|---|"]
+    for g in goals:
+        verdict = "—" if g["met"] is None else ("met" if g["met"] else "**not met**")
+        lines.append(f"| {_cell(g['goal'])} | {_cell(g['figure'])} | {verdict} |")
+    lines += ["", "Figures from S9 below (each row's run, window and real time are in its notes).", ""]
+    return lines
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.3g} min" if seconds >= 120 else f"{seconds:.0f} s"
 
@@ -295,7 +323,7 @@ def _run_notes(sc: Scenario) -> list[str]:
     for name, run in sc.raw.items():
         if isinstance(run, dict) and run.get("window_s") is not None:
             label = {"naive": "naive poller", "conditional": "per-process conditional",
-                     "dashboard": "dashboard poller"}.get(name, name)
+                     "dashboard": "dashboard poller", "graphql": "GraphQL poller"}.get(name, name)
             measured.append(f"{label}: {_window_text(run)}")
     if measured:
         notes.append("Measured: " + "; ".join(measured) + ".")
