@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "contrib" / "bench" / "fleet.py"
-SCENARIOS = {"s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"}
+SCENARIOS = {"s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"}
 
 
 def _report_module():
@@ -97,3 +97,46 @@ def test_quick_mode_gives_every_scenario_figures_or_a_reason(tmp_path: Path) -> 
     # every process authenticated as the App: the installation's pool, the App's own for the exchange,
     # never the user's token (warm-up included: a token minted then lives the whole quick window)
     assert "installation:171576254" in app["pools_seen"] and "user:fleet-bot" not in app["pools_seen"]
+    # issue 29: git requests to the remote are a figure of every fleet run, git-sluice's apart from the harness's
+    user = scenarios["s1"]["raw"]["git-sluice"]
+    git = user["git"]
+    assert git["read_per_hour"] > 0 and git["fetch_per_hour"] + git["ls_remote_per_hour"] == git["read_per_hour"]
+    assert git["read_per_host_hour"]["max"] >= git["read_per_host_hour"]["mean"] > 0
+    assert git["push_busiest_minute_repo"] >= 0 and git["read_busiest_host_tick_remote"] >= 1
+    assert git["harness_push_per_hour"] > 0  # the user's own pushes, counted apart
+    for key in ("s1", "s2", "s3", "s9"):
+        figures = [row["figure"] for row in scenarios[key]["rows"]]
+        assert any("git requests to the remote /h, read side" in f for f in figures), f"{key} has no git figure"
+    # the naive poller at the incident's pace, not past it (9,000–12,000 calls/h); the competent one beside it
+    naive = scenarios["s1"]["raw"]["naive"]["per_hour"]
+    assert naive["requests"] <= 12_000 and 4_000 <= naive["counted_rest"] <= 5_200
+    assert any(row["baseline_name"].startswith("GraphQL poller") for row in scenarios["s1"]["rows"])
+    # S9: every row's figures, each with its goal and this run's verdict
+    s9 = scenarios["s9"]
+    assert s9["status"] == "ok", s9["error"]
+    labels = {row["figure"].split(":", 1)[0] for row in s9["rows"]}
+    assert {"S1 shape, 1 host", "S1 shape, 2 hosts", "one repository, 5 open requests",
+            "one repository, 150 open requests"} <= labels
+    for label in labels:
+        rows: dict[str, dict] = {}
+        for row in s9["rows"]:  # the first row of a figure carries its goal (beside the competent client)
+            if row["figure"].startswith(label + ":"):
+                rows.setdefault(row["figure"].split(": ", 1)[1], row)
+        for figure in ("counted units /h (REST counted + GraphQL points)", "calls reaching GitHub /h",
+                       "freshness of a change on GitHub, p99", "git read side per host per tick per remote",
+                       "git pushes, busiest minute on one repository, fleet"):
+            assert figure in rows, f"S9 {label} has no {figure}"
+        assert isinstance(rows["counted units /h (REST counted + GraphQL points)"]["sluice"], (int, float))
+        for figure in ("counted units /h (REST counted + GraphQL points)", "freshness of a change on GitHub, p99",
+                       "git read side per host per tick per remote"):
+            row = rows[figure]
+            assert row["met"] in (True, False) and row["goal"], f"S9 {label}: {figure} has no verdict"
+            assert ("not met" in row["note"]) == (row["met"] is False)
+    done = s9["raw"]["done_when"]
+    assert len(done) >= 8 and all(isinstance(g["goal"], str) and g["figure"] for g in done)
+    assert "### issue 29: done when" in text
+    # S6's timing rows say met / not met; the rows measured at 20 requests say so
+    s6 = [row for row in scenarios["s6"]["rows"] if row["goal"]]
+    assert len(s6) >= 7 and all(row["met"] in (True, False) for row in s6)
+    assert all("20 open requests" in row["figure"] for row in scenarios["s6"]["rows"]
+               if row["figure"].startswith(("`git sluice status`", "`git sluice queue --json`", "push heading")))

@@ -204,3 +204,99 @@ echo "git:${{COMPREPLY[*]}}"
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=60)
     assert "direct:status" in done.stdout, done.stdout + done.stderr
     assert "git:--wait " in done.stdout, done.stdout + done.stderr
+
+
+# ------------------------------------------------------------- the fleet benchmark (issue 29)
+
+BENCH = ROOT / "contrib" / "bench"
+
+
+def _bench(name: str) -> ModuleType:
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    import importlib
+
+    return importlib.import_module(name)
+
+
+def test_the_bench_counts_git_sluices_git_requests_and_the_harness_apart() -> None:
+    """Every fetch, ls-remote and push git-sluice sends to the remote goes through the counting wrappers;
+    the harness's own git commands are logged as the harness's."""
+    fleet_world = _bench("fleet_world")
+    from git_sluice.remote.git import CasUpdate
+
+    with fleet_world.world(count_git=True) as w:
+        name = fleet_world.repo_name(1)
+        w.add_repo(name)
+        host = w.add_host("host-1")
+        assert w.git_requests() == []  # cloning and `setup` asked nothing through the wrappers
+        remote = w.session(host, name).remote
+        remote.fetch()
+        remote.list_remote("refs/sluice/*")
+        oid = w.repos[name].branch_heads["main"]
+        assert remote.push_cas([CasUpdate("refs/sluice/bench-check", oid, None)])[0].won
+        clone = host.clones[name]
+        fleet_world.git(clone, "-c", "core.hooksPath=/dev/null", "fetch", "-q", *host.harness_fetch_args(name),
+                        "origin", env=w.host_env(host))
+        fleet_world.git(clone, "-c", "core.hooksPath=/dev/null", "push", "-q", *host.harness_push_args(name),
+                        "origin", f"{oid}:refs/heads/bench-check", env=w.host_env(host))
+        logged = [(r.host, r.repo, r.who, r.kind) for r in w.git_requests()]
+        now = w.clock.time()
+        assert all(r.at == now for r in w.git_requests())  # the shared clock's time
+    assert logged == [("host-1", "r01", "sluice", "fetch"), ("host-1", "r01", "sluice", "ls-remote"),
+                      ("host-1", "r01", "sluice", "push"), ("host-1", "r01", "harness", "fetch"),
+                      ("host-1", "r01", "harness", "push")]
+
+
+def test_the_git_figures_per_host_tick_and_remote() -> None:
+    runs = _bench("fleet_runs")
+    GitRequest = _bench("fleet_world").GitRequest
+    t0 = 1000.0
+    log = [GitRequest(t0 + 5, "h1", "r01", "sluice", "fetch"), GitRequest(t0 + 6, "h1", "r01", "sluice", "ls-remote"),
+           GitRequest(t0 + 65, "h2", "r01", "sluice", "fetch"), GitRequest(t0 + 70, "h1", "r01", "sluice", "push"),
+           GitRequest(t0 + 80, "h2", "r01", "sluice", "push"), GitRequest(t0 + 90, "h2", "r01", "sluice", "push"),
+           GitRequest(t0 + 20, "h1", "r01", "harness", "push"), GitRequest(t0 - 1, "h1", "r01", "sluice", "fetch")]
+    g = runs.git_figures(log, ["h1", "h2"], ["bench/r01", "bench/r02"], t0, t0 + 120)
+    assert g["read_per_hour"] == 3 * 30 and g["ls_remote_per_hour"] == 30 and g["push_per_hour"] == 3 * 30
+    assert g["read_per_host_hour"] == {"max": 60, "mean": 45}
+    assert g["read_per_host_tick_remote"] == 3 / (2 * 2 * 2) and g["read_busiest_host_tick_remote"] == 2
+    assert g["push_busiest_minute_repo"] == 3 and g["push_busiest_repo"] == "r01"
+    assert g["harness_push_per_hour"] == 30
+
+
+def test_the_naive_fleet_is_paced_to_the_incidents_own_hour() -> None:
+    """ADR 0071: 9,000–12,000 calls an hour against 5,200, refused about 15 minutes of every hour."""
+    baselines = _bench("fleet_baselines")
+    pacer = baselines.adr_pacer(5000)
+    now, sent, ok = 0.0, 0, 0
+    while now < 3600:
+        now += pacer.delay(now)
+        if now >= 3600:
+            break
+        refused = ok >= 5000
+        pacer.answered(403 if refused else 200)
+        ok += not refused
+        sent += 1
+    assert 9000 <= sent <= 12000 and ok == 5000
+    assert pacer.ok_interval * 5000 == pytest.approx(2700)
+
+
+def test_the_competent_poller_reads_every_page_in_one_query_a_page() -> None:
+    baselines = _bench("fleet_baselines")
+    from git_sluice.clock import FakeClock
+    from git_sluice.double import GitHubDouble
+
+    clock = FakeClock(1_000_000)
+    gh = GitHubDouble(clock=clock)
+    gh.add_user("u")
+    gh.add_token("t", user="u")
+    for name, count in (("o/a", 250), ("o/b", 3)):
+        gh.add_repo(name)
+        for k in range(count):
+            gh.open_pr(name, head_ref=f"f{k}")
+    poller = baselines.GraphQLPoller(baselines.Direct(gh, "t"), ["o/a", "o/b"], clock.time)
+    mark = gh.mark()
+    assert list(poller.run_pass()) == []
+    assert poller.queries == 3  # both first pages together, then o/a's second and third
+    assert gh.counted(resource="graphql", since=mark) == 3
+    assert len(poller.views["o/a"]) == 250 and len(poller.views["o/b"]) == 3
