@@ -110,12 +110,12 @@ def load_json(path: Path | str, parse: Callable[[Any], T], default: Callable[[],
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return default()
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:  # a directory where the file goes; bytes that are not UTF-8
         _warn("%s %s unreadable (%s): discarded, it will be rebuilt", what, path, exc)
         return default()
     try:
         return parse(json.loads(text))
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:  # RecursionError: [[[[…
         _warn("%s %s is corrupt (%s): discarded, it will be rebuilt", what, path, exc)
         return default()
 

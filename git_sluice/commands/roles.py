@@ -29,7 +29,7 @@ from ..remote.leases import LeaseKeeper
 from .refusal import Refusal
 from .stopper import Stopper as Stopper
 from .session import Session, fetch_and_adopt, reread_credentials
-from .watching import follow_watch, next_wake, tick_watch
+from .watching import follow_watch, next_wake, publish_surveys, tick_watch
 
 log = logging.getLogger("git_sluice")
 
@@ -97,7 +97,7 @@ def drive(
                 reread_credentials(session)
                 refusal.retried()
                 say("reading the credentials again and trying once")
-            fetch_and_adopt(session, *branch_refspecs(session, chosen))
+            fetch_and_adopt(session, *branch_refspecs(session, chosen), share=True)
             try:
                 views = keeper.ensure(chosen, fetch=False)
                 state.failures_said.pop("", None)
@@ -118,11 +118,11 @@ def drive(
                     held.discard(branch)
                     if was or state.ticks == 1:
                         say(f"{branch}: {view.describe()}")
-            # the host watch watches what this host takes in, not a branch another host holds
-            taken = [b for b in chosen if b not in views or views[b].takes_in]
+            # the host watch watches every branch this driver follows: what this host holds it reads (and
+            # surveys for the fleet), what another host holds it takes from that host's survey, no call
             watch = None
             try:
-                watch = tick_watch(session, taken)
+                watch = tick_watch(session, chosen)
                 if watch is not None:
                     intake.watch = watch  # (a driver whose first try met a 401 started without one)
                 for branch in chosen:
@@ -137,11 +137,10 @@ def drive(
                             say(report.summary())
                         elif report.outcome == "unleased":
                             state.say_once(branch, report.summary(), say)
-                # the heads these rounds queued as waiting: their baseline now, for what is still this
-                # host's to take in by its own clock (a round may have outlasted the lease)
-                still = [b for b in taken if (lease := keeper.read(b)) is None or lease.takes_in]
-                if still:
-                    tick_watch(session, still)
+                # the heads these rounds queued as waiting: their baseline now; then what this host took
+                # in, for the hosts that mirror it (one push, where it changed)
+                tick_watch(session, chosen)
+                publish_surveys(session, chosen)
             except CredentialsRefused as exc:
                 until = refusal.refused(session.clock.time())
                 say(f"{exc}; asking GitHub nothing until {local_time(until)}, then reading the credentials again")

@@ -27,6 +27,7 @@ from ..forge.poolguard import PoolHosts
 from ..paths import host_state_dir
 from ..records import record
 from ..remote.git import RemoteGit
+from ..remote.looks import RemoteLooks, look_key
 from ..remote.notes import PauseNote, PauseNotes
 from ..repo import Repo
 from .pausecheck import PauseChecks
@@ -55,6 +56,12 @@ class Session:
     """Another forge on the same road and credentials with kept answers elsewhere (the host watch's)."""
     watch: object | None = None
     """The host watch this session ticks, once built (:func:`git_sluice.commands.watching.watch_for`)."""
+    role: str = "step"
+    """How this session's rounds read the leases (``driver``, ``wait``, ``step``): set by
+    :func:`git_sluice.commands.step.intake_for`; the watch's registration reads them the same way."""
+    looks: RemoteLooks | None = None
+    """When this host's processes last fetched this clone's remote: a look begun a moment ago is this
+    session's own (one look at a remote per host per tick, issue 29)."""
 
     @property
     def owner_name(self) -> tuple[str, str]:
@@ -221,8 +228,12 @@ def open_session(
         )
 
     forge = forge_with(KeptAnswers(repo.sluice_dir / "kept"))
+    # beside the host store it shares this host's state with (the state dir, or a test host's own)
+    looks = RemoteLooks(store.path.parent, clock)
+    key = look_key(repo.common_dir, settings.remote)
+    remote.on_fetched(("looks", key), lambda started: looks.noted(key, started, remote.last_refspecs))
     session = Session(repo, settings, clock, store, forge, remote, notes, credentials, pool_hosts,
-                      forge_with=forge_with)
+                      forge_with=forge_with, looks=looks)
     session.closers.append(forge.close)
     if own_store:
         session.closers.append(store.close)
@@ -267,16 +278,25 @@ def adopt_notes(session: Session) -> int:
         return 0
 
 
-def fetch_and_adopt(session: Session, *extra_refspecs: str) -> str | None:
+def fetch_and_adopt(session: Session, *extra_refspecs: str, share: bool = False) -> str | None:
     """Fetch the leases and this clone's pause notes (and extras), adopt the notes; returns
-    an error text or None.
+    an error text or None. With ``share`` (a driver's tick), a fetch of all that by
+    another process of this host a moment ago (the host watch's look at the fleet's surveys,
+    usually) stands for this one (:mod:`git_sluice.remote.looks`).
 
     A host that cannot reach the remote keeps its own pauses and keeps working:
     nothing waits on the remote to stop a call.
     """
     error = None
     try:
-        session.remote.fetch(*extra_refspecs)
+        shared = None
+        if share and session.looks is not None:
+            key = look_key(session.repo.common_dir, session.settings.remote)
+            shared = session.looks.recent(key, needs=[*session.remote.sluice_refspecs(), *extra_refspecs])
+        if shared is not None:  # the host watch, or another process, fetched all this a moment ago
+            session.remote.fetched_elsewhere(shared)
+        else:
+            session.remote.fetch(*extra_refspecs)
     except Exception as exc:
         error = str(exc)
         log.warning("could not fetch refs/sluice/* from %s: %s", session.settings.remote, exc)

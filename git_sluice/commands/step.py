@@ -12,10 +12,10 @@ import logging
 from collections.abc import Callable, Sequence
 
 from ..errors import CredentialsRefused, SluiceError
-from ..remote.git import tracking_ref
+from ..remote.git import tracking_ref, tracking_refspecs
 from ..remote.leases import LeaseKeeper
 from .session import Session, fetch_and_adopt
-from .watching import tick_watch, watch_for
+from .watching import publish_surveys, tick_watch, watch_for
 from ..intake.hostwatch import HostWatch
 from ..intake.round import Intake, RoundReport
 
@@ -25,6 +25,7 @@ log = logging.getLogger("git_sluice")
 def intake_for(session: Session, *, role: str = "step") -> tuple[Intake, LeaseKeeper]:
     """The rounds of this clone, reading leases as ``role`` sees them."""
     settings = session.settings
+    session.role = role
     keeper = LeaseKeeper.configured(
         session.repo, settings, role=role, clock=session.clock, remote=session.remote,
         call_deadline=session.forge.timeout,
@@ -50,22 +51,19 @@ def intake_for(session: Session, *, role: str = "step") -> tuple[Intake, LeaseKe
         branch_rev=branch_rev,
         watch=watch,
         head_rev=lambda head: session.repo.ref(f"refs/remotes/{settings.remote}/{head}"),
-        ticker=_intake_ticker(session, keeper) if role == "step" else None,
+        ticker=_intake_ticker(session) if role == "step" else None,
     )
     return intake, keeper
 
 
-def _intake_ticker(session: Session, keeper: LeaseKeeper) -> Callable[[str], HostWatch | None]:
+def _intake_ticker(session: Session) -> Callable[[str], HostWatch | None]:
     """What a one-shot intake's round calls to tick the host watch: it registers the branches this
-    host takes in (never one another host holds: its holder takes it in), then ticks if due."""
+    clone follows, naming those another host holds (as a driver does), then ticks if due."""
 
     def tick(branch: str) -> HostWatch | None:
-        mine = []
-        for b in dict.fromkeys([*session.settings.branches, branch]):
-            lease = keeper.read(b)
-            if lease is None or lease.takes_in:
-                mine.append(b)
-        return tick_watch(session, mine) if branch in mine else None
+        # every branch the clone follows, as a driver registers them; those another host holds are
+        # taken from that host's survey, never asked
+        return tick_watch(session, list(dict.fromkeys([*session.settings.branches, branch])))
 
     return tick
 
@@ -81,8 +79,7 @@ def unknown_branches(session: Session, branches: Sequence[str]) -> list[str]:
 
 def branch_refspecs(session: Session, branches: Sequence[str]) -> list[str]:
     """The branches into git-sluice's own namespace, never ``refs/remotes/*`` (the user's)."""
-    remote = session.settings.remote
-    return [f"+refs/heads/{b}:{tracking_ref(remote, b)}" for b in branches]
+    return tracking_refspecs(session.settings.remote, branches)
 
 
 def run_rounds(
@@ -103,6 +100,7 @@ def run_rounds(
         fetch_and_adopt(session, *branch_refspecs(session, chosen))
     intake, _ = intake_for(session)
     reports = []
+    offered = False
     for branch in chosen:
         report = intake.round(branch, reason=reason, wait=wait, deadline=deadline, pushed=pushed)
         reports.append(report)
@@ -112,6 +110,9 @@ def run_rounds(
             # checks' baseline in the step that queued them, not as a 200 at the next one
             try:
                 intake.ticker(branch)
+                offered = True
             except SluiceError as exc:
                 log.warning("the host watch could not take the new heads' baselines (%s)", exc)
+    if offered:  # as a driver does after its rounds: what this host took in, for the hosts that mirror it
+        publish_surveys(session, list(dict.fromkeys([*session.settings.branches, *chosen])))
     return reports

@@ -9,15 +9,24 @@ revalidates what the last one asked (ETags are the pool's, not the clone's).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import CredentialsRefused, Interrupted
 from ..forge.auth import known_pool
 from ..forge.kept import KeptAnswers
 from ..intake.hostwatch import HostWatch
-from ..intake.watchstore import group_of
-from .session import Session
+from ..intake.queue import QueueStore
+from ..intake.survey import digest
+from ..intake.watchstore import CloneRemote, group_of
+from ..jsonshape import field_map
+from ..remote.git import tracking_refspecs
+from ..remote.looks import RemoteLooks
+from ..remote.leases import LeaseKeeper
+from ..remote.surveys import SurveyRemote, survey_ref
+from ..statefile import JsonDocument
+from .session import Session, own_pools
 
 log = logging.getLogger("git_sluice")
 
@@ -50,6 +59,7 @@ def watch_for(session: Session, *, ticking: bool = False) -> HostWatch | None:
             repository=settings.repository, host=settings.host, discovery=settings.discovery,
             clock=session.clock, sluice_dir=session.repo.sluice_dir, forge=forge,
             budget=session.store.budget, pool=pool,
+            surveys=_survey_places(session) if forge is not None else None,
         )
     except (Interrupted, CredentialsRefused):
         raise  # a stop, or a 401 when the pool is learned: the caller's to handle, not an optimisation's
@@ -60,13 +70,54 @@ def watch_for(session: Session, *, ticking: bool = False) -> HostWatch | None:
     return watch
 
 
+def _survey_places(session: Session) -> Callable[[CloneRemote], SurveyRemote]:
+    """Where the ticking watch reads and writes each repository's survey: a clone of it on this host."""
+    looks = session.looks or RemoteLooks(session.store.path.parent, session.clock)
+
+    def place(clone: CloneRemote) -> SurveyRemote:
+        return SurveyRemote(Path(clone.clone).parent, clone.remote, clock=session.clock, looks=looks,
+                            pools=clone.pools, refspecs=clone.refspecs)
+
+    return place
+
+
+def clone_remote(session: Session, branches: Sequence[str]) -> CloneRemote:
+    """How this clone's driver fetches: its remote, the branches it takes in, its pools' notes."""
+    pools = own_pools(session.credentials)
+    return CloneRemote(
+        clone=str(session.repo.sluice_dir.resolve()), remote=session.settings.remote,
+        refspecs=tuple(tracking_refspecs(session.settings.remote, branches)),
+        pools=tuple(pools) if pools is not None else None,
+    )
+
+
+def mirrored(session: Session, branches: Sequence[str]) -> dict[str, str | None]:
+    """Of ``branches``, those this host does not take in (another host holds them, or this host's own
+    lease lapsed or could not be written), each with the holder the lease names, as last fetched (no
+    network; leases that cannot be read are no one else's: the branches are asked, as before)."""
+    try:
+        keeper = LeaseKeeper.configured(session.repo, session.settings, role=session.role, clock=session.clock,
+                                        remote=session.remote, call_deadline=session.forge.timeout)
+        views = keeper.read_all(list(branches))
+    except Exception as exc:
+        log.info("could not read the leases (%s): the watch asks every branch", exc)
+        return {}
+    return {b: v.holder for b, v in views.items() if not v.takes_in}
+
+
 def tick_watch(session: Session, branches: Sequence[str]) -> HostWatch | None:
-    """A driver's part: say what it takes in, then tick the host watch if due (raises only ``Interrupted``)."""
+    """A driver's part: say what it takes in, then tick the host watch if due (raises only ``Interrupted``).
+
+    ``branches`` are all the clone follows. Those another host holds (by the
+    leases as last fetched: :func:`mirrored`) the watch asks GitHub nothing
+    for, and takes their holder's survey instead, so a round of such a branch shows the holder's
+    queue without a call (:meth:`git_sluice.intake.round.Intake._mirrors`).
+    """
     watch = watch_for(session, ticking=True)
     if watch is None:
         return None
     try:
-        watch.register(branches)
+        watch.register(branches, clone_remote(session, branches), mirrors=mirrored(session, branches))
         watch.tick()
     except (Interrupted, CredentialsRefused):
         raise  # a stop request ends the tick, as it ends any wait on the road; a 401 is the driver's to back off
@@ -108,3 +159,60 @@ def next_wake(session: Session, watch: HostWatch | None, started: float, tick: f
     if at is None or at <= session.clock.time():
         return own
     return min(own, at)
+
+
+SURVEYED_FILE = "surveyed.json"
+"""Per base this clone surveys for the fleet: what it last pushed, and what that was built from."""
+
+
+def publish_surveys(session: Session, branches: Sequence[str]) -> list[str]:
+    """After this clone's rounds: push the surveys of the branches it holds, where they changed.
+
+    A survey is built from the host watch's answers and the queue the rounds
+    just wrote (:meth:`HostWatch.survey_blobs`), so every request a mirror
+    lists comes with its reading. Nothing is built while neither moved since
+    the last push (the watch's list and heads, the queue file, the survey on
+    the remote), and an unchanged survey is not pushed again: a quiet branch
+    costs the remote nothing. One push for all of them; returns the bases pushed.
+    """
+    watch = session.watch
+    if not isinstance(watch, HostWatch) or watch.surveys is None:
+        return []
+    try:
+        others = mirrored(session, branches)
+        held = [b for b in dict.fromkeys(branches) if b not in others]
+        memory = JsonDocument(session.repo.sluice_dir / SURVEYED_FILE, what="surveys pushed")
+        said = memory.read()
+        queue = QueueStore(session.repo.sluice_dir)
+        due: dict[str, tuple[str, str | None]] = {}
+        for base in held:
+            header = watch.header(base)
+            if header is None:
+                continue  # no fresh answers for it: no survey that would say it was read
+            basis = f"{header.epoch} {header.changed_tick} {header.heads_tick} {queue.fingerprint(base)}"
+            remote = session.repo.ref(survey_ref(watch.group, base))
+            last = field_map(said, base)
+            if last.get("basis") == basis and last.get("oid") == remote:
+                continue  # nothing it is built from moved, and the remote holds this clone's own
+            due[base] = (basis, remote)
+        if not due:
+            return []
+        blobs = watch.survey_blobs(due, {b: queue.load(b).entries for b in due})
+        fresh = {b: blob for b, blob in blobs.items()
+                 if not (field_map(said, b).get("digest") == digest(blob) and field_map(said, b).get("oid") == due[b][1])}
+        pushed: dict[str, str] = {}
+        if fresh:
+            place = _survey_places(session)(clone_remote(session, branches))
+            pushed = place.publish(watch.group, fresh, expected={b: due[b][1] for b in fresh},
+                                   repository=session.settings.repository, host=session.settings.host)
+        with memory.update() as data:
+            for base, blob in blobs.items():
+                oid = pushed.get(base) if base in fresh else due[base][1]
+                if oid is not None:
+                    data[base] = {"basis": due[base][0], "digest": digest(blob), "oid": oid}
+        return sorted(pushed)
+    except (Interrupted, CredentialsRefused):
+        raise
+    except Exception as exc:  # the fleet's survey is an optimisation: the mirrors go stale, nothing breaks
+        log.warning("could not publish the fleet's survey (%s)", exc)
+        return []

@@ -41,8 +41,10 @@ from .readings import list_item, needs_recheck
 from .request import Request
 from .standing import WatchedBase
 from . import graphql as gq
+from . import survey as sv
 from .watchstore import (
-    Answers, Cursor, HeadInterest, Registry, RepoInterest, inputs_of, item_json, item_of, reading_json, reading_of,
+    Answers, CloneRemote, Cursor, HeadInterest, Registry, RepoInterest, inputs_of, item_json, item_of, reading_json,
+    reading_of,
 )
 
 if TYPE_CHECKING:
@@ -100,6 +102,8 @@ class TickReport:
     """Per repository, the requests the tick read for the host's clones."""
     stretch: float = 1.0
     errors: dict[str, str] = field(default_factory=dict)
+    adopted: list[str] = field(default_factory=list)
+    """Repositories this tick took (some bases of) from their holders' surveys: no call for those."""
 
 
 class HostWatch:
@@ -119,6 +123,7 @@ class HostWatch:
         forge: Forge | None = None,
         budget: Callable[[], Iterable[BudgetRow]] | None = None,
         pool: str | None = None,
+        surveys: Callable[[CloneRemote], sv.SurveyPlace] | None = None,
     ) -> None:
         self.watch_dir = Path(watch_dir)
         self.group = group
@@ -131,16 +136,21 @@ class HostWatch:
         self.forge = forge
         self.budget = budget
         self.pool = pool
+        self.surveys = surveys
+        """Where a ticking watch reads and writes the fleet's surveys (None: it neither reads nor writes them)."""
         self.registry = Registry(self.watch_dir)
         self.answers = Answers(self.group_dir)
         self.cursor = Cursor(sluice_dir)
 
     # ------------------------------------------------------------ the clone's side
-    def register(self, bases: Iterable[str]) -> None:
-        """What this clone takes in now (a driver's branches whose lease it may take in): exactly these bases."""
+    def register(self, bases: Iterable[str], remote: CloneRemote | None = None,
+                 mirrors: Mapping[str, str | None] | None = None) -> None:
+        """What this clone follows now (a driver's branches): exactly these bases, of which ``mirrors``
+        another host holds (the watch only takes those from the holder's survey); ``remote``: how its
+        driver fetches, where the watch looks for the fleet's survey of the repository."""
         self.registry.note(
             self.clone, repository=self.repository, group=self.group, discovery=self.discovery,
-            now=self.clock.time(), bases=bases, exact=True,
+            now=self.clock.time(), bases=bases, exact=True, remote=remote, mirrors=mirrors or {},
         )
 
     def follow(self, base: str, number: int, head: Mapping[str, Any] | None = None) -> None:
@@ -255,7 +265,7 @@ class HostWatch:
             record = field_map(repos, repository)
             bases = field_map(record, "bases")
             new_bases = {
-                b for b in interest.bases
+                b for b in interest.bases - interest.mirrors  # a base another host holds: its survey says it
                 if not isinstance(bases.get(b), dict) or bases[b].get("asked_tick") != tick
             }
             new_heads = [] if record.get("mode") == "graphql" else [
@@ -319,28 +329,43 @@ class HostWatch:
         new_repos: dict[str, Any] = {}
         new_heads: dict[str, Any] = {}
         graphql_repos: list[str] = []
+        surveyed = self._surveys(interests, now)
+        recent: dict[str, dict[int, Request]] = {}
+        reading: dict[str, RepoInterest] = {}  # per repository, what this tick asks GitHub
         for repository in sorted(interests):
             old = field_map(repos_doc, repository)
             mode = _mode_of(old)
             record = dict(old)
             record["bases"] = dict(field_map(old, "bases"))
             new_repos[repository] = record
+            interest = interests[repository]
+            got = surveyed.get(repository)
+            if got is not None and got.surveys:
+                self._adopt(repository, interest, record, got.surveys, heads_doc, new_heads, tick, now, interval,
+                            report)
+            # what this tick asks GitHub: the bases a clone here takes in, and those only a wait follows
+            # that no fresh survey said; never a base another host holds (its holder's survey says it)
+            asked = {b for b in interest.bases - interest.mirrors if got is None or b not in got.surveys}
+            if not asked:
+                continue
+            interest = reading[repository] = replace(
+                interest, bases=asked, heads={sha: h for sha, h in interest.heads.items() if h.base in asked}
+            )
             if mode.mode == "graphql":
                 graphql_repos.append(repository)
                 continue
             try:
-                self._rest_repo(repository, interests[repository], record, mode, heads_doc, new_heads, tick, now,
+                self._rest_repo(repository, interest, record, mode, heads_doc, new_heads, tick, now,
                                 interval, report)
             except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
                 raise
             except (SluiceError, ValueError) as exc:
                 report.errors[repository] = str(exc)
                 log.info("host watch: %s: %s", repository, exc)
-        recent: dict[str, dict[int, Request]] = {}
         if graphql_repos:
             try:
-                recent = self._graphql_repos(graphql_repos, interests, new_repos, heads_doc, new_heads, tick, now,
-                                             interval, report)
+                recent.update(self._graphql_repos(graphql_repos, reading, new_repos, heads_doc, new_heads, tick,
+                                                  now, interval, report))
             except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
                 raise
             except (SluiceError, ValueError) as exc:
@@ -348,7 +373,7 @@ class HostWatch:
                     report.errors[repository] = str(exc)
                 log.info("host watch: the GraphQL query failed: %s", exc)
         try:
-            self._read_moved(repos_doc, new_repos, new_heads, tick, report, recent)
+            self._read_moved(repos_doc, new_repos, new_heads, tick, report, recent, reading)
         except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
             raise
         except (SluiceError, ValueError) as exc:  # the clones read for themselves, as before the watch
@@ -366,6 +391,143 @@ class HostWatch:
             "repos": new_repos, "heads": new_heads,
         })
         return report
+
+    # -- the fleet's surveys -------------------------------------------------
+    def _surveys(self, interests: Mapping[str, RepoInterest], now: float) -> dict[str, Found]:
+        """Per repository: one look at its remote, and the holders' surveys this tick takes there.
+
+        The look is the host's one fetch of the clone's ``refs/sluice/*`` this
+        tick (its drivers take it as theirs). A base this host does not take
+        in itself — another host holds it, or only a wait here follows it —
+        takes the survey on the remote when it is the holder's
+        (:func:`.survey.adoptable`). A repository no clone here says how to
+        reach, or whose remote cannot be reached, takes none: its bases held
+        elsewhere are then not asked at all, and go stale here.
+        """
+        if self.surveys is None:
+            return {}
+        try:
+            remotes = self.registry.remotes(self.group, now)
+        except Exception as exc:  # the fleet's survey is an optimisation: never a reason for a tick to fail
+            log.info("host watch: no clone remotes to look at (%s)", exc)
+            return {}
+        out: dict[str, Found] = {}
+        for repository in sorted(interests):
+            clones = remotes.get(repository)
+            if not clones:
+                continue
+            interest = interests[repository]
+            try:
+                place = self.surveys(clones[0])
+                if not place.look():
+                    out[repository] = Found(None, {}, {})
+                    continue
+                remote = {b: place.current(self.group, b) for b in sorted(interest.bases)}
+                surveys: dict[str, sv.Survey] = {}
+                for base in sorted(interest.bases - interest.held):
+                    oid = remote[base]
+                    survey = self._survey_of(place, oid, repository, base) if oid is not None else None
+                    if survey is not None and oid is not None:
+                        survey.oid = oid
+                    if survey is not None and sv.adoptable(survey, interest.holders.get(base)):
+                        surveys[base] = survey
+                out[repository] = Found(place, surveys, remote)
+            except (Interrupted, CredentialsRefused):
+                raise
+            except Exception as exc:  # a hostile or broken remote costs this host its fleet's answers, no more
+                log.warning("host watch: the fleet's surveys of %s could not be read (%s)", repository, exc)
+                out[repository] = Found(None, {}, {})
+        return out
+
+    @staticmethod
+    def _survey_of(place: sv.SurveyPlace, oid: str, repository: str, base: str) -> sv.Survey | None:
+        blob = place.read(oid)
+        if blob is None:
+            log.warning("host watch: refs/sluice/survey/…/%s of %s (%s) is not a survey: not taken", base, repository,
+                        oid[:12])
+            return None
+        try:
+            return sv.decode(blob, repository, base)
+        except sv.SurveyRejected as exc:
+            log.warning("host watch: the survey of %s %s (%s) was rejected (%s): not taken", repository, base,
+                        oid[:12], exc)
+            return None
+
+    def _adopt(
+        self, repository: str, interest: RepoInterest, record: dict[str, Any], surveys: Mapping[str, sv.Survey],
+        heads_doc: Mapping[str, Any], new_heads: dict[str, Any], tick: int, now: float, interval: float,
+        report: TickReport,
+    ) -> None:
+        """The holders' surveys as this tick's answer for their bases: their lists, readings and head
+        states, compared with this host's last answers exactly as a list of its own would be. A head
+        the survey does not say is left as it was: this host asks nothing of a base it does not hold."""
+        for base, survey in sorted(surveys.items()):
+            old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+            previous = [p[0] for p in (item_of(raw) for raw in (old or {}).get("items") or []) if p is not None]
+            items = [i.request for i in survey.items]
+            changed = old is None or w.snapshot(previous) != w.snapshot(items)
+            old_changed = (old or {}).get("changed_tick")
+            record["bases"][base] = {
+                "items": sv.items_json(survey), "asked_tick": tick,
+                "changed_tick": tick if changed or not isinstance(old_changed, int) else old_changed,
+                "readings": {str(n): reading_json(r) for n, r in survey.readings.items()},
+            }
+            listed = {i.number: i.updated_at for i in items}
+            states = sv.head_states(survey)
+            for head in sorted(interest.heads.values(), key=lambda h: h.number):
+                if head.base != base:
+                    continue
+                key = f"{repository} {head.sha}"
+                rec = _head_of(heads_doc.get(key))
+                if head.sha not in states:
+                    new_heads[key] = _head_json(rec)
+                    continue
+                state = states[head.sha]
+                moved = state != rec.state if rec.seen else w.first_look_moved(head.checks_state, state)
+                new_heads[key] = _head_json(w.after_head(
+                    rec, state=state, moved=moved, tick=tick, now=now, interval=interval,
+                    updated_at=listed.get(head.number, head.updated_at),
+                ))
+            adopted = field_map(record, "adopted")
+            if adopted.get(base) != survey.oid:  # a new survey: something moved there, as a list's 200 says
+                record["active_tick"] = tick
+                record["adopted"] = {**adopted, base: survey.oid}
+        report.adopted.append(repository)
+
+    def survey_blobs(self, bases: Iterable[str], entries: Mapping[str, Mapping[int, Request]]) -> dict[str, bytes]:
+        """The surveys of this clone's ``bases`` for the fleet, from the watch's last answers and the
+        clone's queue (``entries``: per base, what its round read of each request).
+
+        Only a base the last tick asked and whose answers are fresh has one. Its
+        readings are every queued request whose head and ``updated_at`` are as the
+        tick listed them — so a mirror can show every request, not only what
+        moved — and the states of the heads waiting on it.
+        """
+        doc = self.answers.peek()
+        now = self.clock.time()
+        heads = dict(_head_states(doc, self.repository))
+        out: dict[str, bytes] = {}
+        for base in sorted(set(bases)):
+            found = _part_of(doc, self.repository, base, now)
+            if found is None:
+                continue
+            part = found[5]
+            listed = {p[0].number: p[0] for p in (item_of(raw) for raw in part.get("items") or []) if p is not None}
+            readings: dict[int, Request] = {}
+            for raw in field_map(part, "readings").values():
+                reading = reading_of(raw)
+                if reading is not None:
+                    readings[reading.number] = reading
+            for number, entry in (entries.get(base) or {}).items():
+                item = listed.get(number)
+                if item is not None and (item.head_sha, item.updated_at) == (entry.head_sha, entry.updated_at):
+                    readings.setdefault(number, entry)
+            waiting = {i.head_sha: heads[i.head_sha] for i in listed.values() if i.head_sha in heads}
+            out[base] = sv.encode(self.repository, base, {
+                "items": part.get("items") or [],
+                "readings": {str(n): reading_json(r) for n, r in sorted(readings.items())},
+            }, waiting, host=self.host)
+        return out
 
     # -- REST ---------------------------------------------------------------
     def _rest_repo(
@@ -481,6 +643,7 @@ class HostWatch:
     def _read_moved(
         self, repos_doc: Mapping[str, Any], new_repos: dict[str, Any], new_heads: Mapping[str, Any], tick: int,
         report: TickReport, recent: Mapping[str, Mapping[int, Request]] | None = None,
+        asked: Mapping[str, RepoInterest] | None = None,
     ) -> None:
         """ONE GraphQL read, for the whole host, of what moved in this tick; kept with the tick's answers.
 
@@ -504,6 +667,8 @@ class HostWatch:
                 old = old_bases.get(base)
                 if not isinstance(part, dict) or part.get("asked_tick") != tick or not isinstance(old, dict):
                     continue
+                if asked is not None and base not in (asked[repository].bases if repository in asked else ()):
+                    continue  # taken from its holder's survey, readings and all: never read here
                 if part.get("changed_tick") != tick and not moved_heads:
                     continue  # its list did not move this tick (no request did), nor any head's checks
                 before = {p[0].number: w.snapshot([p[0]])[p[0].number]
@@ -552,7 +717,8 @@ class HostWatch:
         for repository, bases in wanted.items():
             for base, numbers in bases.items():
                 # a new part, never the last tick's: the answers it was built from are shared, read only
-                new_repos[repository]["bases"][base] = {**new_repos[repository]["bases"][base], "readings": {
+                part = new_repos[repository]["bases"][base]
+                new_repos[repository]["bases"][base] = {**part, "readings": {
                     str(n): reading_json(readings[repository][n]) for n in numbers if n in readings.get(repository, {})
                 }}
         report.read = {repo: sorted(r) for repo, r in readings.items()}
@@ -633,6 +799,17 @@ class HostWatch:
 
 
 # ----------------------------------------------------------------- helpers
+
+
+@record(frozen=True)
+class Found:
+    """What one look at a repository's remote found: where its surveys are, the surveys this tick
+    takes (of bases another host holds), and every watched base's survey object there (what a push
+    of a new one expects)."""
+
+    place: sv.SurveyPlace | None
+    surveys: dict[str, sv.Survey]
+    remote: dict[str, str | None]
 
 
 def _mode_of(record: Mapping[str, Any]) -> w.RepoMode:
@@ -751,6 +928,16 @@ def _head_ticks(doc: Mapping[str, Any], repository: str) -> Iterator[tuple[str, 
         if isinstance(key, str) and key.startswith(repository + " ") and isinstance(value, dict):
             changed = value.get("changed_tick")
             yield key.split(" ", 1)[1], int(changed) if isinstance(changed, int) else 0
+
+
+def _head_states(doc: Mapping[str, Any], repository: str) -> Iterator[tuple[str, str | None]]:
+    """(head sha, its checks' state) of every head the watch has seen for ``repository``."""
+    heads = doc.get("heads")
+    for key, value in heads.items() if isinstance(heads, dict) else ():
+        if isinstance(key, str) and key.startswith(repository + " ") and isinstance(value, dict) and (
+            value.get("seen") is True and (value.get("state") is None or isinstance(value.get("state"), str))
+        ):
+            yield key.split(" ", 1)[1], value.get("state")
 
 
 def _changed_tick(part: Mapping[str, Any], tick: int) -> int:

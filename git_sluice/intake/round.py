@@ -104,14 +104,18 @@ class Intake:
         started = self.clock.time()
         lease = self.lease_reader(branch)
         holder = lease.holder if lease is not None and lease.oid is not None else None
+        mirror = False
         if lease is not None and not lease.takes_in:
             if _own_failure(lease):
                 report = self._unleased(branch, lease, started)
+            elif self._mirrors(branch, reason):
+                mirror = True  # on the host watch's answers alone, below: no call of its own
             else:
                 log.debug("%s: %s holds the lease: no call, this clone's entries withdrawn", branch, lease.holder or "a foreign mark")
                 report = self._defer(branch, lease, started)
-            self.rounds.record(report)
-            return report
+            if not mirror:
+                self.rounds.record(report)
+                return report
         lock = file_lock(self.sluice_dir / f"round-{_safe(branch)}.lock", timeout=ROUND_LOCK_TIMEOUT)
         with held(lock, busy=f"the round lock of {branch}"):
             now = self.clock.time()
@@ -123,7 +127,11 @@ class Intake:
             watched, forced = self._watched(branch, reason, pushed)
             if watched is not None:
                 return self._watched_round(branch, watched, holder, rev, started, wait=wait, deadline=deadline,
-                                           forced=forced)
+                                           forced=frozenset() if mirror else forced, calls=not mirror)
+            if mirror and lease is not None:  # the answers went stale while this round waited: as before the fleet
+                report = self._defer(branch, lease, started)
+                self.rounds.record(report)
+                return report
             decision = due(self.discovery_log.last(branch), now=now, interval=self.discovery, rev=rev, reason=reason)
             log.debug("%s: %s: %s", branch, "asking GitHub" if decision.ask else "no call", decision.why)
             if not decision.ask:
@@ -144,6 +152,22 @@ class Intake:
                 self.discovery_log.record(branch, asked_at=wound, rev=rev)
                 report.next_discovery = now + self.discovery
             return report
+
+    def _mirrors(self, branch: str, reason: str) -> bool:
+        """Whether a round of a branch another host holds takes the host watch's answers in, with no call.
+
+        The host watch's answers for the base are the fleet's (its survey, or
+        this host's own read when its tick found none): the lease holder's
+        rounds read the same lists, readings and head states. Taking them in
+        here shows every host the same queue (issue 29) for nothing; what the
+        answers leave unread — a request no reading of the fleet covers yet —
+        keeps the entry this clone had, and a request never queued here waits
+        for the next survey. Without fresh answers the round withdraws, as
+        before (a host that runs no watch).
+        """
+        if self.watch is None or reason in OWN_LIST_REASONS:
+            return False
+        return self.watch.header(branch) is not None
 
     def _tick_if_due(self, branch: str, reason: str, now: float, rev: str | None) -> None:
         """A one-shot ``intake`` whose round would ask GitHub ticks the host watch first (if the watch is
@@ -276,9 +300,10 @@ class Intake:
 
     def _watched_round(
         self, branch: str, watched: BaseView, holder: str | None, rev: str | None, started: float, *,
-        wait: bool, deadline: float | None, forced: frozenset[int] = frozenset(),
+        wait: bool, deadline: float | None, forced: frozenset[int] = frozenset(), calls: bool = True,
     ) -> RoundReport:
-        """A round on the host watch's answers: no list, no probe; only the readings of what moved."""
+        """A round on the host watch's answers: no list, no probe; only the readings of what moved
+        (``calls`` False: not even those — another host holds the branch, see :meth:`_mirrors`)."""
         assert self.watch is not None
         now = self.clock.time()
         epoch, seen = self.watch.cursor.get(branch)
@@ -291,11 +316,13 @@ class Intake:
                 holder=holder, started_at=started, finished_at=now, next_discovery=watched.next_at,
             )
         before = _snapshot(self.forge)
-        report = RoundReport(branch, "taken-in", f"the host watch's tick {watched.tick}", holder=holder,
-                             started_at=started)
+        why = f"the host watch's tick {watched.tick}"
+        if not calls:
+            why += f"; {holder or 'another host'} holds the lease: the fleet's reading, no call from here"
+        report = RoundReport(branch, "taken-in", why, holder=holder, started_at=started)
         with self._taking_in(branch, report, before):
             stands = self._take_in(branch, report, holder, base_moved=base_moved, wait=wait, deadline=deadline,
-                                   watched=watched, since=(epoch, seen), forced=forced)
+                                   watched=watched, since=(epoch, seen), forced=forced, calls=calls)
             self.discovery_log.record(branch, asked_at=now, rev=rev)
             self.watch.cursor.set(branch, watched.epoch, watched.tick, stands=stands)
             report.next_discovery = watched.next_at
@@ -346,7 +373,7 @@ class Intake:
     def _take_in(
         self, branch: str, report: RoundReport, holder: str | None, *, base_moved: bool, wait: bool,
         deadline: float | None, watched: BaseView | None = None, since: tuple[str | None, int] = (None, -1),
-        forced: frozenset[int] = frozenset(),
+        forced: frozenset[int] = frozenset(), calls: bool = True,
     ) -> Standing | None:
         """The round's comparison and readings; under the watch, what it leaves when the same list with
         nothing moved would read nothing again (None otherwise, and without the watch)."""
@@ -392,7 +419,10 @@ class Intake:
                   _numbers(sorted(settled)) or "none", _numbers(sorted(from_watch)) or "none",
                   _numbers(sorted(to_read)) or "none (one GraphQL read saved)")
         result = gq.ParseResult()
-        if to_read:
+        if to_read and not calls:
+            for number in sorted(to_read):
+                result.skipped[number] = f"{holder or 'another host'} takes it in: no reading of the fleet yet"
+        elif to_read:
             result = gq.read_all(
                 lambda query, variables: self._guarded_graphql(query, variables, wait=wait, deadline=deadline),
                 self.owner, self.name, sorted(to_read), base=branch, open_count=len(items),

@@ -74,6 +74,30 @@ class RepoInterest:
 
     bases: set[str] = field(default_factory=set)
     heads: dict[str, HeadInterest] = field(default_factory=dict)
+    mirrors: set[str] = field(default_factory=set)
+    """Of ``bases``, those every clone here follows only as mirrors (another host holds their lease):
+    the watch takes them from the holder's survey and never asks GitHub for them."""
+    held: set[str] = field(default_factory=set)
+    """Of ``bases``, those a clone here takes in itself (a driver, a step): always asked, and surveyed
+    for the fleet. The rest — mirrors, and bases only a wait follows — are taken from a survey."""
+    holders: dict[str, str | None] = field(default_factory=dict)
+    """Per mirrored base, the host its clones here read holding the lease (whose survey alone is taken)."""
+
+
+@record(frozen=True)
+class CloneRemote:
+    """A clone of a repository on this host and how its driver reaches the remote: where the host
+    watch looks for the fleet's survey of the repository (and fetches, for that clone, what its
+    driver's own fetch would have)."""
+
+    clone: str
+    remote: str
+    refspecs: tuple[str, ...]
+    pools: tuple[str, ...] | None
+
+
+UNSETTLED = "\x00unsettled"
+"""A mirrored base whose holder this host's clones read differently: no survey is taken until they agree."""
 
 
 class Registry:
@@ -85,10 +109,14 @@ class Registry:
     def note(
         self, clone: str, *, repository: str, group: str, discovery: float, now: float,
         bases: Iterable[str] = (), heads: Mapping[str, list[dict[str, Any]]] | None = None, exact: bool = False,
+        remote: CloneRemote | None = None, mirrors: Mapping[str, str | None] | None = None,
     ) -> None:
         """Say this clone takes ``bases`` of ``repository`` in, and (per base, when given) the heads it waits on.
 
         ``exact``: ``bases`` is all it takes in (a driver's word after reading its leases), not more of them.
+        ``remote``: how the clone's driver fetches (the watch looks at the fleet's survey through it).
+        ``mirrors``: of the bases, those another host holds, each with its holder as this clone read the
+        lease (None: a mark of unknown holder); with ``exact``: the clone's whole word.
         """
         with self.doc.update() as data:
             entry = self._entry(data, clone)
@@ -103,6 +131,11 @@ class Registry:
                 ),
                 "heads": {**old_heads, **{b: list(h)[:MAX_HEADS] for b, h in (heads or {}).items()}},
             })
+            if mirrors is not None or exact:
+                entry["mirrors"] = {b: h for b, h in sorted((mirrors or {}).items()) if b in entry["bases"]}
+            if remote is not None:
+                entry["remote"] = {"name": remote.remote, "refspecs": list(remote.refspecs)[:64],
+                                   "pools": list(remote.pools) if remote.pools is not None else None}
             self._forget(data, now)
 
     def follow(
@@ -166,6 +199,8 @@ class Registry:
     def interests(self, group: str, now: float) -> tuple[dict[str, RepoInterest], float | None]:
         """The group's repositories (bases, waiting heads) and the shortest discovery interval among its clones."""
         out: dict[str, RepoInterest] = {}
+        held: dict[str, set[str]] = {}
+        followed: dict[str, set[str]] = {}
         interval: float | None = None
         clones = self.doc.read().get("clones")
         for value in (clones.values() if isinstance(clones, dict) else ()):
@@ -178,7 +213,17 @@ class Registry:
             if isinstance(discovery, (int, float)) and discovery >= 10:
                 interval = float(discovery) if interval is None else min(interval, float(discovery))
             interest = out.setdefault(repository, RepoInterest())
-            interest.bases.update(b for b in value.get("bases") or [] if isinstance(b, str) and b)
+            bases = {b for b in field_list(value, "bases") if isinstance(b, str) and b}
+            mirrored = {b: h for b, h in field_map(value, "mirrors").items()
+                        if b in bases and (h is None or isinstance(h, str))}
+            interest.bases.update(bases)
+            held.setdefault(repository, set()).update(bases - set(mirrored))
+            for base, named in mirrored.items():
+                holder = named if named else UNSETTLED  # a mark of unknown holder: no one's survey is its own
+                said = interest.holders.setdefault(base, holder)
+                if said != holder:  # two clones here read two holders (a take-over between their fetches)
+                    interest.holders[base] = UNSETTLED
+            interest.mirrors.update(mirrored)
             for base, items in field_map(value, "heads").items():
                 for item in items if isinstance(items, list) else []:
                     head = _head(repository, base, item)
@@ -188,10 +233,34 @@ class Registry:
                 if not _follow_live(follow, now) or not isinstance(follow.get("base"), str) or not follow["base"]:
                     continue
                 interest.bases.add(follow["base"])
+                followed.setdefault(repository, set()).add(follow["base"])  # asked when no survey says it
                 head = _head(repository, follow["base"], follow.get("head"))
                 if head is not None:
                     interest.heads.setdefault(head.sha, head)
+        for repository, interest in out.items():
+            interest.held = held.get(repository, set())
+            interest.mirrors -= interest.held | followed.get(repository, set())
         return out, interval
+
+
+    def remotes(self, group: str, now: float) -> dict[str, list[CloneRemote]]:
+        """Per repository of the group, its clones whose drivers said how they reach the remote."""
+        out: dict[str, list[CloneRemote]] = {}
+        clones = self.doc.read().get("clones")
+        for clone, value in sorted(clones.items()) if isinstance(clones, dict) else ():
+            if not isinstance(value, dict) or value.get("group") != group or not _recent(value, now):
+                continue
+            repository, said = value.get("repository"), value.get("remote")
+            if not isinstance(repository, str) or not isinstance(said, dict) or not isinstance(said.get("name"), str):
+                continue
+            specs = said.get("refspecs")
+            pools = said.get("pools")
+            out.setdefault(repository, []).append(CloneRemote(
+                clone=clone, remote=said["name"],
+                refspecs=tuple(s for s in specs if isinstance(s, str)) if isinstance(specs, list) else (),
+                pools=tuple(p for p in pools if isinstance(p, str)) if isinstance(pools, list) else None,
+            ))
+        return out
 
 
 def _recent(value: Any, now: float) -> bool:

@@ -30,6 +30,9 @@ every mark and note. ``setup`` now removes it (issue #14, point 13); only rounds
 LEASE_REFSPEC = "+refs/sluice/intake/*:refs/sluice/intake/*"
 """The leases of this repository's branches (one ref per branch: bounded by the branches)."""
 
+SURVEY_REFSPEC = "+refs/sluice/survey/*:refs/sluice/survey/*"
+"""The fleet's surveys of this repository (one ref per watch group: bounded by the pools)."""
+
 TRACKING_PREFIX = "refs/sluice/tracking/"
 """Where a round's fetch puts the branches it takes in: never a ref the user's git writes.
 
@@ -51,13 +54,18 @@ def tracking_ref(remote: str, branch: str) -> str:
     return f"{TRACKING_PREFIX}{remote}/{branch}"
 
 
+def tracking_refspecs(remote: str, branches: Sequence[str]) -> list[str]:
+    """The branches into git-sluice's own namespace, never ``refs/remotes/*`` (the user's)."""
+    return [f"+refs/heads/{b}:{tracking_ref(remote, b)}" for b in branches]
+
+
 def sluice_refspecs(pools: Sequence[str] | None) -> list[str]:
     """What a round fetches of ``refs/sluice/*``: the leases and this clone's pools' notes.
 
     Other teams' pools sharing the remote are never fetched (issue #14, point
     9): the cost of a round does not grow with refs that do not concern it.
     """
-    specs = [LEASE_REFSPEC]
+    specs = [LEASE_REFSPEC, SURVEY_REFSPEC]
     if pools is None:
         specs.append(pause_refspec(None))
     else:
@@ -208,10 +216,18 @@ class RemoteGit:
         # told the monotonic start of every successful fetch (the observation stores: a mark
         # is known unchanged only as far as a fetch that succeeded, issue #14 point 11)
         self._on_fetched: dict[object, Callable[[float], None]] = {}
+        self.last_refspecs: tuple[str, ...] = ()
+        """What the last successful fetch of this process brought (its listeners may record it)."""
 
     def on_fetched(self, key: object, listener: Callable[[float], None]) -> None:
         """Call ``listener(started)`` after every successful fetch; one listener per ``key``."""
         self._on_fetched[key] = listener
+
+    def fetched_elsewhere(self, started: float) -> None:
+        """Another process of this host fetched these refs into this clone, starting at ``started``
+        (monotonic): its look is this process's own (:mod:`.looks`), so the listeners hear of it."""
+        for listener in list(self._on_fetched.values()):
+            listener(started)
 
     # --- running git ---------------------------------------------------------
 
@@ -273,6 +289,7 @@ class RemoteGit:
             started = self.clock.monotonic()
             proc = self._run_network("fetch from", args)
             if proc.returncode == 0:
+                self.last_refspecs = tuple(a for a in args if a.startswith("+"))
                 for listener in list(self._on_fetched.values()):
                     listener(started)
                 return

@@ -1,0 +1,122 @@
+"""The fleet's survey of a base (intake/survey.py): what it says, what a mirror takes of it, and that
+nothing a pusher writes there is trusted past its bounds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from git_sluice.intake import survey as sv
+from git_sluice.intake.request import Request
+from git_sluice.intake.watchstore import item_json, reading_json
+
+SHA = "a" * 40
+OTHER = "b" * 40
+
+
+def request(number: int, sha: str = SHA, **extra: object) -> Request:
+    return Request(number=number, title=f"#{number}", author="bob", head_ref=f"f{number}", head_sha=sha, base="main",
+                   draft=False, updated_at="2026-12-04T10:00:00Z", **extra)  # type: ignore[arg-type]
+
+
+def part(*numbers: int, inputs: bool = True) -> dict:
+    items = []
+    for n in numbers:
+        raw = item_json(request(n), labels_known=not inputs, inputs_known=inputs)
+        if inputs:
+            raw["inputs"] = ["APPROVED", "PENDING", "MERGEABLE"]
+        items.append(raw)
+    reading = request(numbers[0], github_state="OPEN", checks_state="PENDING", pending=("ci",)) if numbers else None
+    return {"items": items, "readings": {str(reading.number): reading_json(reading)} if reading else {}}
+
+
+def test_a_survey_says_back_what_its_holder_found() -> None:
+    blob = sv.encode("o/r", "main", part(1, 2), {SHA: "PENDING"}, host="host-a")
+    got = sv.decode(blob, "o/r", "main")
+    assert got.host == "host-a" and [i.request.number for i in got.items] == [1, 2]
+    assert got.items[0].inputs == ("APPROVED", "PENDING", "MERGEABLE")
+    assert got.readings[1].pending == ("ci",)
+    assert sv.head_states(got) == {SHA: "PENDING"}
+    # and in the watch's stored form, as a list of the mirror's own would be kept
+    assert [raw["number"] for raw in sv.items_json(got)] == [1, 2]
+
+
+def test_the_same_findings_are_the_same_survey_whatever_the_tick() -> None:
+    """Nothing of the tick (number, time) goes in: a base where nothing moved is not pushed again."""
+    one = sv.encode("o/r", "main", {**part(1), "asked_tick": 3, "changed_tick": 2}, {}, host="h")
+    two = sv.encode("o/r", "main", {**part(1), "asked_tick": 9, "changed_tick": 2}, {}, host="h")
+    assert one == two and sv.digest(one) == sv.digest(two)
+
+
+@pytest.mark.parametrize("blob, why", [
+    (b"\xff\xfe", "not JSON"),
+    (b"[" * 100_000, "not JSON"),
+    (b"{}", "not a git-sluice survey"),
+    (json.dumps({"format": sv.FORMAT, "version": 99}).encode(), "not a git-sluice survey"),
+    (json.dumps({"format": sv.FORMAT, "version": 1, "repository": "x/y", "base": "main"}).encode(), "not of o/r"),
+    (json.dumps({"format": sv.FORMAT, "version": 1, "repository": "o/r", "base": "dev"}).encode(), "not of o/r"),
+    (json.dumps({"format": sv.FORMAT, "version": 1, "repository": "o/r", "base": "main", "host": "h"}).encode(),
+     "no requests"),
+    (json.dumps({"format": sv.FORMAT, "version": 1, "repository": "o/r", "base": "main", "host": 5, "items": [],
+                 "readings": {}, "heads": {}}).encode(), "no host"),
+    (json.dumps({"format": sv.FORMAT, "version": 1, "repository": "o/r", "base": "main", "host": "h",
+                 "items": [{}] * (sv.MAX_ITEMS + 1), "readings": {}, "heads": {}}).encode(), "more requests"),
+])
+def test_a_survey_that_is_not_one_is_rejected_by_name(blob: bytes, why: str) -> None:
+    with pytest.raises(sv.SurveyRejected, match=why):
+        sv.decode(blob, "o/r", "main")
+
+
+def test_a_survey_larger_than_its_bound_is_not_even_parsed() -> None:
+    with pytest.raises(sv.SurveyRejected, match="more than a survey may hold"):
+        sv.decode(b" " * (sv.MAX_BYTES + 1), "o/r", "main")
+
+
+def test_a_malformed_request_costs_itself_not_the_survey() -> None:
+    good = part(1, 2)
+    bad = dict(good["items"][1], title="x" * (sv.MAX_TEXT + 1))
+    forged = [good["items"][0], bad, dict(good["items"][0]),  # a second #1 (a duplicate) is dropped too
+              dict(good["items"][0], number=7, head_sha="not a sha"), dict(good["items"][0], number=8, base="dev"),
+              dict(good["items"][0], number=-3), "garbage"]
+    doc = json.loads(sv.encode("o/r", "main", good, {"zz": "x", SHA: "SUCCESS"}, host="h"))
+    doc["items"] = forged
+    doc["readings"]["99"] = reading_json(request(99))  # a reading of a request the survey does not list
+    got = sv.decode(json.dumps(doc).encode(), "o/r", "main")
+    assert [i.request.number for i in got.items] == [1]
+    assert set(got.readings) == {1}
+    assert got.heads == {SHA: "SUCCESS"}
+
+
+def test_a_mirror_takes_only_its_holders_survey() -> None:
+    survey = sv.decode(sv.encode("o/r", "main", part(1), {}, host="host-a"), "o/r", "main")
+    assert sv.adoptable(survey, "host-a")
+    assert not sv.adoptable(survey, "host-b")  # a survey an earlier holder left, or one in another's name
+    assert sv.adoptable(survey, None)  # a base only a wait follows here: no holder known, any survey says it
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=50),
+                    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=10), children,
+                                                                                      max_size=5),
+                    max_leaves=40))
+def test_whatever_json_a_pusher_writes_decodes_or_is_rejected(value: object) -> None:
+    doc = {"format": sv.FORMAT, "version": 1, "repository": "o/r", "base": "main", "host": "h",
+           "items": value, "readings": value, "heads": value}
+    for blob in (json.dumps(value).encode(), json.dumps(doc).encode()):
+        try:
+            got = sv.decode(blob, "o/r", "main")
+        except sv.SurveyRejected:
+            continue
+        assert all(0 < i.request.number < 2**31 and i.request.base == "main" for i in got.items)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_whatever_bytes_a_pusher_writes_decode_or_are_rejected(blob: bytes) -> None:
+    try:
+        sv.decode(blob, "o/r", "main")
+    except sv.SurveyRejected:
+        pass
