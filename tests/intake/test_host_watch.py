@@ -753,12 +753,17 @@ def test_a_long_quiet_list_costs_its_first_page_only_and_any_move_is_still_seen(
     host.next_tick()
     mark = gh.mark()
     host.tick()
-    assert len(gh.calls(since=mark, path=r"/pulls\?")) == 3
+    # its first page's 200 is not walked (3 pages): the watch's one query asks what moved, most recently
+    # updated first, and reads it in full in the same query
+    assert [c.status for c in gh.calls(since=mark, path=r"/pulls\?")] == [200]
+    assert len(gh.calls(since=mark, path="/graphql")) == 1 and gh.counted(since=mark) == 2
     assert host.entries("o/r1")[oldest].labels == ("urgent",)
     gh.close_pr("o/r1", numbers[1])  # closed, not moved to the top: the embedded repository changed
     host.next_tick()
+    mark = gh.mark()
     host.tick()
     assert numbers[1] not in host.entries("o/r1") and len(host.entries("o/r1")) == 249
+    assert gh.counted(since=mark) == 1  # the query's list of recently closed requests says it left
 
 
 def test_a_quiet_list_keeps_its_stored_part_whole_and_a_graphql_part_is_rebuilt() -> None:
