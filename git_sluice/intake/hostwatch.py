@@ -693,15 +693,16 @@ class HostWatch:
             if len(got) != len(answers):
                 report.errors[repository] = next((a.error for a in answers if a is not None and a.error), "no answer")
                 record.update({"mode": "rest", "still": 0, "fingerprint": None, "rebasing": False})
-                for key, value in heads_doc.items():
-                    if key.startswith(repository + " ") and isinstance(value, dict):
-                        new_heads[key] = value
+                for head_key, value in heads_doc.items():
+                    if head_key.startswith(repository + " ") and isinstance(value, dict):
+                        new_heads[head_key] = value
                 continue
             rollups: dict[str, str | None] = {}
+            for answer in got:
+                rollups.update(answer.rollups)
             for base, answer in zip(bases, got):
                 old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
-                _store_listing(record, base, answer, known[(repository, base)], old, tick)
-                rollups.update(answer.rollups)
+                _store_listing(record, base, answer, known[(repository, base)], old, tick, rollups)
             after = w.after_graphql(mode, got[0].fingerprint if got else None)
             record["active_tick"] = tick  # on GraphQL because its repository is busy
             record.update({
@@ -711,14 +712,14 @@ class HostWatch:
             self._heads_from_rollups(repository, interests[repository], rollups, heads_doc, new_heads, tick, now,
                                      interval, report)
         for repository in sorted(riding):
-            answer = gathered.get((repository, ""))
-            if answer is None or answer.error is not None:
+            ridden = gathered.get((repository, ""))
+            if ridden is None or ridden.error is not None:
                 for head in riding[repository]:  # asked again next tick (by REST if few are due then)
-                    key = f"{repository} {head.sha}"
-                    new_heads[key] = _head_json(_head_of(heads_doc.get(key)))
-                report.errors.setdefault(repository, answer.error if answer is not None else "no answer")
+                    head_key = f"{repository} {head.sha}"
+                    new_heads[head_key] = _head_json(_head_of(heads_doc.get(head_key)))
+                report.errors.setdefault(repository, (ridden.error if ridden is not None else None) or "no answer")
                 continue
-            self._heads_from_rollups(repository, interests[repository], answer.rollups, heads_doc, new_heads, tick,
+            self._heads_from_rollups(repository, interests[repository], ridden.rollups, heads_doc, new_heads, tick,
                                      now, interval, report, only={h.sha for h in riding[repository]})
         recent: dict[str, dict[int, Request]] = {}
         for (repository, _base), acc in gathered.items():
@@ -810,19 +811,22 @@ def _newest(part: Mapping[str, Any] | None, raws: Mapping[int, Mapping[str, Any]
 
 
 def _unknown_mergeability(raw: Mapping[str, Any]) -> bool:
+    """Whether the watch's query should ask this request by number (free: a single object): its mergeability
+    is still unknown (it moves no ``updatedAt``), or no query said its inputs yet (it was listed by REST)."""
     said = inputs_of(raw)
-    return said is not None and said[2] in (None, "UNKNOWN")
+    return said is None or said[2] in (None, "UNKNOWN")
 
 
 def _store_listing(
     record: dict[str, Any], base: str, answer: _Gathered, known: Mapping[int, dict[str, Any]],
-    old: Mapping[str, Any] | None, tick: int,
+    old: Mapping[str, Any] | None, tick: int, rollups: Mapping[str, str | None],
 ) -> None:
     """Write a base's list after an incremental (or walked) GraphQL listing into the repository's record.
 
     What the query listed now is written with its inputs (review decision,
     checks, mergeability) and its labels where it did not move; what it did
-    not list stands as stored — except its mergeability once the base branch
+    not list stands as stored — with its checks as the heads' rollups asked
+    by oid now say them, and its mergeability UNKNOWN once the base branch
     moved (GitHub recomputes it: UNKNOWN until a later listing says it).
     The requests that moved or are new are kept as ``moved`` for the
     batched reading; nothing else of the list is parsed again.
@@ -838,8 +842,11 @@ def _store_listing(
         if item is None:
             raw = prev if prev is not None else {}
             said = inputs_of(raw)
-            if base_moved and said is not None and said[2] != "UNKNOWN":
-                raw = {**raw, "inputs": [said[0], said[1], "UNKNOWN"]}
+            if said is not None:
+                checks = rollups.get(str(raw.get("head_sha")), said[1])
+                mergeable = "UNKNOWN" if base_moved else said[2]
+                if (checks, mergeable) != said[1:]:
+                    raw = {**raw, "inputs": [said[0], checks, mergeable]}
             items.append(raw)
             continue
         same = prev is not None and (prev.get("head_sha"), prev.get("updated_at"), prev.get("draft") is True) == (

@@ -275,7 +275,10 @@ REQUESTS_PER_READING = 4
 GONE_PAGE = 20
 """A base's most recently updated closed and merged requests asked beside its open ones (what left it)."""
 ASKED_MAX = 100
-"""At most this many heads' rollups, and this many requests by number, ride in one target of the query."""
+"""At most this many requests asked by number ride in one target of the query."""
+HEADS_MAX = 300
+"""At most this many heads' rollups ride in one target of the query (single objects: no points, a few
+dozen bytes of answer each); a head past them is asked in a later tick (its record stands meanwhile)."""
 _OID = re.compile(r"[0-9a-f]{40}")
 
 
@@ -392,7 +395,7 @@ def build_watch_query(targets: Sequence[Target], *, recent: int | None = None) -
                     "    }"
                 )
         if first:
-            for k, oid in enumerate(h for h in target.heads[:ASKED_MAX] if _OID.fullmatch(h)):
+            for k, oid in enumerate(h for h in target.heads[:HEADS_MAX] if _OID.fullmatch(h)):
                 body.append(f'    h{k}: object(oid: "{oid}") {{ ... on Commit {{ oid statusCheckRollup {{ state }} }} }}')
             for number in target.refresh[:ASKED_MAX]:
                 body.append(f"    n{int(number)}: pullRequest(number: {int(number)}) {{ {PR_FIELDS} }}")
