@@ -189,7 +189,44 @@ def repo_node(ctx: GqlContext, repo: Repo) -> dict[str, Any]:
         ),
         "isFork": repo.parent is not None,
         "pullRequest": lambda info, number, **_: _pull_request(ctx, repo, number),
+        "object": lambda info, oid=None, expression=None, **_: _object(ctx, repo, oid, expression),
+        "ref": lambda info, qualifiedName, **_: _ref(ctx, repo, qualifiedName),
         "pullRequests": lambda info, **kw: _pull_requests(ctx, repo, **kw),
+    }
+
+
+def _known_commit(repo: Repo, sha: str) -> bool:
+    """Whether the double holds ``sha`` as a commit of ``repo`` (a branch's, a request's, or one with checks)."""
+    return (
+        sha in repo.branches.values()
+        or sha in repo.check_runs
+        or sha in repo.statuses
+        or any(sha in pr.commits or sha == pr.head_sha for pr in repo.pulls.values())
+    )
+
+
+def _object(ctx: GqlContext, repo: Repo, oid: str | None, expression: str | None) -> dict[str, Any] | None:
+    """``Repository.object(oid:)``: the commit with that id, null when the repository has none (as GitHub:
+    no error). Only commits are modelled; ``expression`` resolves a branch name."""
+    if oid is None and expression is not None:
+        oid = repo.branches.get(expression) or (repo.branch_sha(expression) if expression == repo.default_branch
+                                                 else None)
+    if oid is None or not _known_commit(repo, oid) and oid != repo.branch_sha(repo.default_branch):
+        return None
+    return commit_node(ctx, repo, oid)
+
+
+def _ref(ctx: GqlContext, repo: Repo, qualified: str) -> dict[str, Any] | None:
+    """``Repository.ref(qualifiedName:)``: a branch (``refs/heads/NAME`` or ``NAME``), null when absent."""
+    name = qualified[len("refs/heads/"):] if qualified.startswith("refs/heads/") else qualified
+    if name not in repo.branches and name != repo.default_branch:
+        return None
+    return {
+        "__typename": "Ref",
+        "id": node_id("REF", repo.full_name, name),
+        "name": name,
+        "prefix": "refs/heads/",
+        "target": commit_node(ctx, repo, repo.branch_sha(name)),
     }
 
 

@@ -141,6 +141,10 @@ class HostWatch:
         self.registry = Registry(self.watch_dir)
         self.answers = Answers(self.group_dir)
         self.cursor = Cursor(sluice_dir)
+        self._riding: dict[str, list[HeadInterest]] = {}
+        """Per repository on REST, the waiting heads this tick asks by rollup in its GraphQL query."""
+        self._handed: list[str] = []
+        """Repositories on REST whose long list moved this tick: the GraphQL query lists them instead."""
 
     # ------------------------------------------------------------ the clone's side
     def register(self, bases: Iterable[str], remote: CloneRemote | None = None,
@@ -235,6 +239,7 @@ class HostWatch:
             doc = self.answers.peek()
             now = self.clock.time()
             if w.due(doc.get("next_at") if isinstance(doc.get("next_at"), (int, float)) else None, now):
+                self._riding, self._handed = {}, []
                 return self._tick(doc, now)
             joining = self._joining(doc)
             if joining:
@@ -362,7 +367,8 @@ class HostWatch:
             except (SluiceError, ValueError) as exc:
                 report.errors[repository] = str(exc)
                 log.info("host watch: %s: %s", repository, exc)
-        if graphql_repos:
+        graphql_repos += [r for r in self._handed if r not in graphql_repos]
+        if graphql_repos or self._riding:
             try:
                 recent.update(self._graphql_repos(graphql_repos, reading, new_repos, heads_doc, new_heads, tick,
                                                   now, interval, report))
@@ -539,8 +545,15 @@ class HostWatch:
         listed: dict[int, str] = {}
         for base in sorted(interest.bases):
             old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
-            items, fresh, same = self._list(repository, base, old is not None and _from_rest(old))
+            items, fresh, same = self._list(repository, base, old is not None and _from_rest(old),
+                                            hand_over=not mode.rebasing)
             report.rest_lists += 1
+            if same is None:
+                # a long list moved: its first page says so, and the tick's GraphQL query finds what moved
+                # (most recently updated first, as far as the last tick) instead of walking every page
+                self._handed.append(repository)
+                record.update({"mode": "graphql", "still": 0, "fingerprint": None, "rebasing": False})
+                return
             if same and old is not None:
                 # a 304 on the first page: the list stands as last seen, its stored part too (not re-parsed)
                 record["bases"][base] = {**old, "asked_tick": tick}
@@ -550,6 +563,7 @@ class HostWatch:
             answered_200 = answered_200 or fresh
             changed = _store_base(record, base, items, {i.number: True for i in items}, old, tick)  # REST: labels
             moved = moved or changed
+        due = []
         for head in sorted(interest.heads.values(), key=lambda h: (h.base, h.number)):
             if head.base not in interest.bases:
                 continue
@@ -560,6 +574,12 @@ class HostWatch:
             if not w.head_due(rec, now=now, updated_at=head.updated_at):
                 new_heads[key] = _head_json(rec)
                 continue
+            due.append((head, rec))
+        if w.rollup_heads(len(due), threshold=REST_HEADS):
+            self._riding[repository] = [head for head, _rec in due]  # by rollup, in the tick's GraphQL query
+            due = []
+        for head, rec in due:
+            key = f"{repository} {head.sha}"
             try:
                 new_heads[key] = _head_json(self._probe_head(repository, head, rec, record, tick, now, interval))
                 report.heads_asked += 1
@@ -574,8 +594,8 @@ class HostWatch:
             record["active_tick"] = tick
 
     def _list(
-        self, repository: str, base: str, known: bool = False
-    ) -> tuple[list[Request], bool, bool]:
+        self, repository: str, base: str, known: bool = False, *, hand_over: bool = False
+    ) -> tuple[list[Request], bool, bool | None]:
         """The base's open requests, most recently updated first: (items, whether any page answered 200,
         whether they stand as last seen — then ``items`` is empty: the caller keeps its own).
 
@@ -587,7 +607,10 @@ class HostWatch:
         as last seen (``known``) the other pages are not asked: 1 call a
         tick for a base of 1,000 requests, not 10. Its kept body is not even
         decoded then (100 requests, each embedding its repository: the
-        largest part of a quiet tick's CPU).
+        largest part of a quiet tick's CPU). A 200 there on such a list of
+        more than one page (``hand_over``) is not walked either: it says
+        ``None`` (the GraphQL query then asks what moved, one page whatever
+        the number of requests, where the walk cost a counted call a page).
         """
         owner, name = repository.split("/", 1)
         url: str | None = self._client.url_for(
@@ -603,6 +626,8 @@ class HostWatch:
             fresh = fresh or not answer.from_kept
             if pages == 0 and answer.from_kept and known:
                 return [], False, True  # nothing moved anywhere: the list stands as last seen
+            if pages == 0 and known and hand_over and answer.next_url() is not None:
+                return [], True, None
             page = answer.json()
             if not isinstance(page, list):
                 raise ValueError(f"GitHub's list of pull requests is not a list ({url})")
@@ -671,9 +696,24 @@ class HostWatch:
                     continue  # taken from its holder's survey, readings and all: never read here
                 if part.get("changed_tick") != tick and not moved_heads:
                     continue  # its list did not move this tick (no request did), nor any head's checks
+                numbers = []
+                if isinstance(part.get("moved"), list):  # an incremental listing said what moved
+                    moved_now = {n for n in part["moved"] if isinstance(n, int)}
+                    for raw in part.get("items") or []:
+                        if not isinstance(raw, dict) or raw.get("draft") is True:
+                            continue
+                        number = raw.get("number")
+                        if number in moved_now:
+                            numbers.append(number)
+                        elif raw.get("head_sha") in moved_heads and not (
+                            moved_heads[raw["head_sha"]] == "SUCCESS" and inputs_of(raw) is not None
+                        ):  # checks moved (a rollup that passed is settled by the query alone)
+                            numbers.append(number)
+                    if numbers:
+                        wanted.setdefault(repository, {})[base] = numbers
+                    continue
                 before = {p[0].number: w.snapshot([p[0]])[p[0].number]
                           for p in (item_of(raw) for raw in old.get("items") or []) if p is not None}
-                numbers = []
                 for raw in part.get("items") or []:
                     found = item_of(raw)
                     if found is None or found[0].draft:
@@ -693,12 +733,11 @@ class HostWatch:
             mine = (recent or {}).get(repository) or {}
             for base, numbers in bases.items():
                 part = new_repos[repository]["bases"][base]
-                listed = {found[0].number: found[0] for found in (item_of(raw) for raw in part.get("items") or [])
-                          if found is not None}
+                listed = _raw_items(part)  # as stored: no request built for the thousands that did not move
                 for n in numbers:
                     got, now_listed = mine.get(n), listed.get(n)
                     if got is not None and now_listed is not None and (got.head_sha, got.updated_at) == (
-                        now_listed.head_sha, now_listed.updated_at
+                        now_listed.get("head_sha"), now_listed.get("updated_at")
                     ):
                         readings.setdefault(repository, {})[n] = got
         flat = {
@@ -730,9 +769,40 @@ class HostWatch:
         report: TickReport,
     ) -> dict[str, dict[int, Request]]:
         """The one GraphQL query over every busy repository; returns the full readings it carried
-        (per repository, its bases' most recently updated requests)."""
-        targets = [w.Target(r, b) for r in repositories for b in sorted(interests[r].bases)]
-        gathered: dict[tuple[str, str], w.TargetAnswer] = {}
+        (per repository, its bases' most recently updated requests).
+
+        Each base is asked for its requests most recently updated first, as
+        far as the last tick's newest ``updatedAt`` (one page, whatever the
+        number of open requests), with its count and its recently closed and
+        merged requests; the whole list is walked only when the count
+        disagrees with the list so kept, or none is kept. Waiting heads'
+        checks ride in the same query (their rollup by oid), also those of
+        repositories on REST with more than a handful waiting
+        (:data:`REST_HEADS`).
+        """
+        riding = {r: h for r, h in self._riding.items() if r not in repositories}
+        targets: list[w.Target] = []
+        known: dict[tuple[str, str], dict[int, Any]] = {}
+        marks: dict[tuple[str, str], str] = {}
+        for repository in repositories:
+            record = new_repos[repository]
+            bases = sorted(interests[repository].bases)
+            listed: dict[int, str] = {}
+            for i, base in enumerate(bases):
+                old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+                raws = _raw_items(old)
+                known[(repository, base)] = raws
+                marks[(repository, base)] = _newest(old, raws)
+                listed.update((n, str(raw.get("updated_at") or "")) for n, raw in raws.items())
+                refresh = tuple(sorted((n for n, raw in raws.items() if _unknown_mergeability(raw)),
+                                       reverse=True)[:w.ASKED_MAX])
+                targets.append(w.Target(repository, base, walk=old is None, refresh=refresh))
+            heads = self._due_heads(repository, interests[repository], heads_doc, new_heads, listed, now)
+            if heads and targets:
+                targets[-len(bases)] = replace(targets[-len(bases)], heads=tuple(h.sha for h in heads))
+        for repository, heads in sorted(riding.items()):
+            targets.append(w.Target(repository, "", heads=tuple(h.sha for h in heads), lists=False))
+        gathered: dict[tuple[str, str], _Gathered] = {}
         pending = targets
         pages = 0
         while pending and pages < MAX_GRAPHQL_PAGES:
@@ -742,63 +812,228 @@ class HostWatch:
             pages += 1
             following = []
             for target, part in zip(pending, w.parse_watch_answer(payload, pending)):
-                acc = gathered.setdefault((target.repository, target.base), w.TargetAnswer())
+                key = (target.repository, target.base)
+                acc = gathered.setdefault(key, _Gathered())
                 if part.error is not None:
                     acc.error = part.error
                     continue
-                acc.fingerprint = acc.fingerprint or part.fingerprint
-                acc.items.extend(part.items)
                 acc.rollups.update(part.rollups)
                 acc.readings.update(part.readings)
-                if part.next_cursor is not None:
+                acc.refreshed.extend(part.refreshed)
+                if not target.lists:
+                    continue
+                if target.cursor is None:
+                    acc.fingerprint = acc.fingerprint or part.fingerprint
+                    acc.base_oid = acc.base_oid or part.base_oid
+                    acc.total = part.total
+                    acc.gone.update(part.gone)
+                if target.walk:
+                    if target.cursor is None:
+                        acc.walked = []
+                    acc.walked.extend(part.items)
+                    if part.next_cursor is not None:
+                        following.append(w.Target(target.repository, target.base, part.next_cursor, walk=True))
+                    else:
+                        acc.final = {i.number: i for i in acc.walked}
+                        acc.listed = list(acc.walked)
+                    continue
+                acc.items.extend(part.items)
+                if w.more_recent(marks[key], part.items, part.next_cursor is not None):
                     following.append(w.Target(target.repository, target.base, part.next_cursor))
+                    continue
+                merged, agrees = w.merge_listing(known[key], [*acc.items, *acc.refreshed], acc.gone, acc.total)
+                if agrees:
+                    acc.final = merged
+                    acc.listed = [*acc.items, *acc.refreshed]
+                else:  # something left the base unseen (retargeted, deleted, closed long ago): walk it
+                    following.append(w.Target(target.repository, target.base, walk=True))
             pending = following
         for target in pending:
             gathered[(target.repository, target.base)].error = "more pages than the watch follows"
         for repository in repositories:
             record = new_repos[repository]
             mode = _mode_of(record)
-            answers = [gathered.get((repository, b)) for b in sorted(interests[repository].bases)]
-            got = [a for a in answers if a is not None and a.error is None]
+            bases = sorted(interests[repository].bases)
+            answers = [gathered.get((repository, b)) for b in bases]
+            got = [a for a in answers if a is not None and a.error is None and a.final is not None]
             if len(got) != len(answers):
                 report.errors[repository] = next((a.error for a in answers if a is not None and a.error), "no answer")
                 record.update({"mode": "rest", "still": 0, "fingerprint": None, "rebasing": False})
-                for key, value in heads_doc.items():
-                    if key.startswith(repository + " ") and isinstance(value, dict):
-                        new_heads[key] = value
+                for head_key, value in heads_doc.items():
+                    if head_key.startswith(repository + " ") and isinstance(value, dict):
+                        new_heads[head_key] = value
                 continue
             rollups: dict[str, str | None] = {}
-            for base, answer in zip(sorted(interests[repository].bases), got):
-                old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
-                items, known = _keep_labels(answer.items, old)
-                _store_base(record, base, items, known, old, tick, inputs_known=True)
+            for answer in got:
                 rollups.update(answer.rollups)
+            for base, answer in zip(bases, got):
+                old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+                _store_listing(record, base, answer, known[(repository, base)], old, tick, rollups)
             after = w.after_graphql(mode, got[0].fingerprint if got else None)
             record["active_tick"] = tick  # on GraphQL because its repository is busy
             record.update({
                 "mode": after.mode, "still": after.still, "rebasing": after.rebasing,
                 "fingerprint": list(after.fingerprint) if after.fingerprint is not None else None,
             })
-            for head in interests[repository].heads.values():
-                key = f"{repository} {head.sha}"
-                rec = _head_of(heads_doc.get(key))
-                if head.sha not in rollups:
-                    new_heads[key] = _head_json(rec)
-                    continue
-                state = rollups[head.sha]
-                moved = state != rec.state if rec.seen else w.first_look_moved(head.checks_state, state)
-                new_heads[key] = _head_json(w.after_head(
-                    rec, state=state, moved=moved, tick=tick, now=now, interval=interval, updated_at=head.updated_at
-                ))
-                report.heads_asked += 1
+            self._heads_from_rollups(repository, interests[repository], rollups, heads_doc, new_heads, tick, now,
+                                     interval, report)
+        for repository in sorted(riding):
+            ridden = gathered.get((repository, ""))
+            if ridden is None or ridden.error is not None:
+                for head in riding[repository]:  # asked again next tick (by REST if few are due then)
+                    head_key = f"{repository} {head.sha}"
+                    new_heads[head_key] = _head_json(_head_of(heads_doc.get(head_key)))
+                report.errors.setdefault(repository, (ridden.error if ridden is not None else None) or "no answer")
+                continue
+            self._heads_from_rollups(repository, interests[repository], ridden.rollups, heads_doc, new_heads, tick,
+                                     now, interval, report, only={h.sha for h in riding[repository]})
         recent: dict[str, dict[int, Request]] = {}
-        for (repository, _base), answer in gathered.items():
-            if answer.error is None and answer.readings:
-                recent.setdefault(repository, {}).update(answer.readings)
+        for (repository, _base), acc in gathered.items():
+            if acc.error is None and acc.readings:
+                recent.setdefault(repository, {}).update(acc.readings)
         return recent
+
+    def _due_heads(
+        self, repository: str, interest: RepoInterest, heads_doc: Mapping[str, Any], new_heads: Mapping[str, Any],
+        listed: Mapping[int, str], now: float,
+    ) -> list[HeadInterest]:
+        """The repository's waiting heads whose checks are asked this tick (failed ones on their back-off)."""
+        out = []
+        for head in sorted(interest.heads.values(), key=lambda h: (h.base, h.number)):
+            if head.base not in interest.bases:
+                continue
+            key = f"{repository} {head.sha}"
+            rec = _head_of(new_heads.get(key, heads_doc.get(key)))
+            if w.head_due(rec, now=now, updated_at=listed.get(head.number, head.updated_at)):
+                out.append(head)
+        return out
+
+    def _heads_from_rollups(
+        self, repository: str, interest: RepoInterest, rollups: Mapping[str, str | None], heads_doc: Mapping[str, Any],
+        new_heads: dict[str, Any], tick: int, now: float, interval: float, report: TickReport,
+        only: set[str] | None = None,
+    ) -> None:
+        """Each watched head's record after the query: moved when its rollup differs from the last one seen."""
+        for head in interest.heads.values():
+            if only is not None and head.sha not in only:
+                continue
+            key = f"{repository} {head.sha}"
+            rec = _head_of(heads_doc.get(key))
+            if head.sha not in rollups:
+                new_heads[key] = _head_json(rec)
+                continue
+            state = rollups[head.sha]
+            moved = state != rec.state if rec.seen else w.first_look_moved(head.checks_state, state)
+            new_heads[key] = _head_json(w.after_head(
+                rec, state=state, moved=moved, tick=tick, now=now, interval=interval, updated_at=head.updated_at
+            ))
+            report.heads_asked += 1
 
 
 # ----------------------------------------------------------------- helpers
+
+REST_HEADS = 4
+"""A repository on REST asks up to this many due heads' checks by conditional REST (free, a call each
+— two where it uses statuses); past it, by rollup in the tick's GraphQL query (one point for every
+repository's heads together, one call), so 150 waiting heads cost one call a tick, not 150."""
+
+
+@record
+class _Gathered:
+    """What the pages of one tick's query said of one base."""
+
+    error: str | None = None
+    fingerprint: tuple[Any, ...] | None = None
+    base_oid: str | None = None
+    total: int | None = None
+    items: list[Request] = field(default_factory=list)
+    """The requests the recent pages listed (new or moved since the last tick, and a few unmoved)."""
+    walked: list[Request] = field(default_factory=list)
+    gone: dict[int, str] = field(default_factory=dict)
+    refreshed: list[Request] = field(default_factory=list)
+    rollups: dict[str, str | None] = field(default_factory=dict)
+    readings: dict[int, Request] = field(default_factory=dict)
+    final: dict[int, Any] | None = None
+    """The open list after this tick (number -> a request listed now, or the stored item as kept)."""
+    listed: list[Request] = field(default_factory=list)
+    """The requests this tick's query said (fresh inputs)."""
+
+
+def _raw_items(part: Mapping[str, Any] | None) -> dict[int, dict[str, Any]]:
+    """A stored base part's items as stored (number -> the raw item), without building the requests."""
+    out: dict[int, dict[str, Any]] = {}
+    for raw in (part or {}).get("items") or []:
+        if isinstance(raw, dict) and isinstance(raw.get("number"), int) and not isinstance(raw["number"], bool):
+            out[raw["number"]] = raw
+    return out
+
+
+def _newest(part: Mapping[str, Any] | None, raws: Mapping[int, Mapping[str, Any]]) -> str:
+    """The newest ``updated_at`` the stored part knew (kept with it; else found among its items)."""
+    kept = (part or {}).get("newest")
+    if isinstance(kept, str):
+        return kept
+    return max((str(raw.get("updated_at") or "") for raw in raws.values()), default="")
+
+
+def _unknown_mergeability(raw: Mapping[str, Any]) -> bool:
+    """Whether the watch's query should ask this request by number (free: a single object): its mergeability
+    is still unknown (it moves no ``updatedAt``), or no query said its inputs yet (it was listed by REST)."""
+    said = inputs_of(raw)
+    return said is None or said[2] in (None, "UNKNOWN")
+
+
+def _store_listing(
+    record: dict[str, Any], base: str, answer: _Gathered, known: Mapping[int, dict[str, Any]],
+    old: Mapping[str, Any] | None, tick: int, rollups: Mapping[str, str | None],
+) -> None:
+    """Write a base's list after an incremental (or walked) GraphQL listing into the repository's record.
+
+    What the query listed now is written with its inputs (review decision,
+    checks, mergeability) and its labels where it did not move; what it did
+    not list stands as stored — with its checks as the heads' rollups asked
+    by oid now say them, and its mergeability UNKNOWN once the base branch
+    moved (GitHub recomputes it: UNKNOWN until a later listing says it).
+    The requests that moved or are new are kept as ``moved`` for the
+    batched reading; nothing else of the list is parsed again.
+    """
+    assert answer.final is not None
+    fresh = {i.number: i for i in answer.listed if i.number in answer.final}
+    base_moved = bool(old and answer.base_oid and old.get("base_oid") not in (None, answer.base_oid))
+    items = []
+    moved = []
+    for number in sorted(answer.final):
+        item = fresh.get(number)
+        prev = known.get(number)
+        if item is None:
+            raw = prev if prev is not None else {}
+            said = inputs_of(raw)
+            if said is not None:
+                checks = rollups.get(str(raw.get("head_sha")), said[1])
+                mergeable = "UNKNOWN" if base_moved else said[2]
+                if (checks, mergeable) != said[1:]:
+                    raw = {**raw, "inputs": [said[0], checks, mergeable]}
+            items.append(raw)
+            continue
+        same = prev is not None and (prev.get("head_sha"), prev.get("updated_at"), prev.get("draft") is True) == (
+            item.head_sha, item.updated_at, item.draft)
+        labels = prev.get("labels") if prev is not None and prev.get("updated_at") == item.updated_at else None
+        if isinstance(labels, list):
+            item = replace(item, labels=tuple(str(x) for x in labels))
+        items.append(item_json(item, labels_known=isinstance(labels, list), inputs_known=True))
+        if not same:
+            moved.append(number)
+    changed = old is None or bool(moved) or set(known) != set(answer.final)
+    old_changed = (old or {}).get("changed_tick")
+    record["bases"][base] = {
+        "items": items,
+        "asked_tick": tick,
+        "changed_tick": tick if changed or not isinstance(old_changed, int) else old_changed,
+        "newest": max(_newest(old, known), w.newest(answer.listed)),
+        "base_oid": answer.base_oid,
+        "moved": moved,
+    }
+
 
 
 @record(frozen=True)

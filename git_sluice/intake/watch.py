@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field, replace
 from typing import Any
@@ -256,7 +257,7 @@ def snapshot(items: Iterable[Request]) -> dict[int, tuple[str, str, bool]]:
 WATCH_PAGE = 100
 PR_FIELDS = (
     "number title headRefName headRefOid baseRefName isDraft updatedAt author { login } "
-    "reviewDecision mergeable statusCheckRollup { state }"
+    "reviewDecision mergeable state statusCheckRollup { state }"
 )
 """Scalars and one plain object per request: no connection, so they add nothing to the query's cost.
 ``reviewDecision``, ``mergeable`` and the rollup's state are what a request's state is derived from
@@ -271,6 +272,28 @@ QUERY_BUDGET = 149
 """Requests one query holds for one point (GitHub: requests / 100, rounded half up, at least 1)."""
 REQUESTS_PER_READING = 4
 """The connections a full reading nests per request (labels, reviews, the last commit, its contexts)."""
+GONE_PAGE = 20
+"""A base's most recently updated closed and merged requests asked beside its open ones (what left it)."""
+ASKED_MAX = 100
+"""At most this many requests asked by number ride in one target of the query."""
+HEADS_MAX = 300
+"""At most this many heads' rollups ride in one target of the query (single objects: no points, a few
+dozen bytes of answer each); a head past them is asked in a later tick (its record stands meanwhile)."""
+_OID = re.compile(r"[0-9a-f]{40}")
+
+
+def target_requests(target: Target) -> int:
+    """The requests (GitHub's pricing unit) a target adds to the query, its recent readings aside.
+
+    A listing page is one (a connection of ``first: 100`` with nothing nested under its requests);
+    on a base's first incremental page the fingerprint's open-issues count and the gone list add
+    one each. Heads' rollups and requests asked by number are single objects: they add nothing.
+    """
+    if not target.lists:
+        return 0
+    if target.cursor is not None:
+        return 1
+    return 2 if target.walk else 3
 
 
 def recent_size(targets: Sequence[Target]) -> int:
@@ -280,67 +303,110 @@ def recent_size(targets: Sequence[Target]) -> int:
     top of its base by ``updatedAt``: read in full in the same query, it
     needs no batched reading after the tick — the reading that used to cost
     the host a second point in every tick in which anything moved. The size
-    is what the point has room for beside the watch's own requests (2 a
-    target: the list and the open-issues count): 8 a base at 4 bases, 2 at
-    13, none past ~37 (the query then costs more than one point anyway).
+    is what the point has room for beside the watch's own requests
+    (:func:`target_requests`): 8 a base at 4 bases, 2 at 13, none past ~37
+    (the query then costs more than one point anyway).
     """
-    firsts = sum(1 for t in targets if t.cursor is None)
+    firsts = sum(1 for t in targets if t.cursor is None and t.lists)
     if firsts == 0:
         return 0
-    room = QUERY_BUDGET - 2 * len(targets) - firsts  # each first page adds the recent connection itself
+    room = QUERY_BUDGET - sum(target_requests(t) for t in targets) - firsts  # each adds the recent connection
     return max(0, min(RECENT_MAX, room // (REQUESTS_PER_READING * firsts)))
 
 
 @record(frozen=True)
 class Target:
-    """One repository's base the query reads (``cursor``: a later page of a base past 100 requests)."""
+    """One repository's base the query reads.
+
+    ``cursor``: a later page. ``walk``: the whole open list, oldest first
+    (no list known, or the count disagrees with it); otherwise the base's
+    requests most recently updated first, as far as the last tick's newest.
+    ``heads``: head oids whose check rollup is asked; ``refresh``: requests
+    asked by number (their mergeability, still unknown). ``lists=False``: a
+    repository whose list is asked by REST: only its heads ride in the query.
+    """
 
     repository: str
     base: str
     cursor: str | None = None
+    walk: bool = False
+    heads: tuple[str, ...] = ()
+    refresh: tuple[int, ...] = ()
+    lists: bool = True
 
 
 def build_watch_query(targets: Sequence[Target], *, recent: int | None = None) -> tuple[str, dict[str, Any]]:
     """One document over every target: ``rN: repository(…) { …fingerprint, pullRequests(first: 100, …) }``.
 
-    No connection is nested under the listed requests (labels, reviews,
-    commits each would cost 100 requests a base): one connection per base.
-    Beside it, on a base's first page, ``recent``: its ``recent`` (default:
-    :func:`recent_size`) most recently updated requests read in full, which
-    the point has room for. The whole query costs one point while it holds
-    at most :data:`QUERY_BUDGET` requests. ``rateLimit`` is free.
+    A base's first page asks its open requests most recently updated first
+    (``orderBy: UPDATED_AT DESC``) with their count (``totalCount``), the
+    most recently updated closed and merged ones (``gone``), the base
+    branch's commit and the repository's fingerprint; the watch stops paging
+    at the last tick's newest ``updatedAt``. No connection is nested under
+    the listed requests (labels, reviews, commits each would cost 100
+    requests a base). Beside it, on a base's first page, ``recent``: its
+    ``recent`` (default: :func:`recent_size`) most recently updated requests
+    read in full, which the point has room for. Waiting heads' rollups
+    (``hN: object(oid:)``) and requests asked by number (``qN:
+    pullRequest(number:)``) are single objects: free. The whole query costs
+    one point while it holds at most :data:`QUERY_BUDGET` requests.
+    ``rateLimit`` is free.
     """
     size = recent_size(targets) if recent is None else max(0, min(RECENT_MAX, recent))
     params = []
     fields = []
     variables: dict[str, Any] = {}
+    full = False
     for i, target in enumerate(targets):
         owner, name = target.repository.split("/", 1)
-        params += [f"$o{i}: String!", f"$n{i}: String!", f"$b{i}: String!", f"$c{i}: String"]
-        variables.update({f"o{i}": owner, f"n{i}": name, f"b{i}": target.base, f"c{i}": target.cursor})
-        fields.append(
-            f"  r{i}: repository(owner: $o{i}, name: $n{i}) {{\n"
-            f"    {FINGERPRINT}\n"
-            f"    pullRequests(first: {WATCH_PAGE}, after: $c{i}, states: OPEN, baseRefName: $b{i},\n"
-            "                 orderBy: {field: CREATED_AT, direction: ASC}) {\n"
-            "      totalCount\n"
-            "      pageInfo { hasNextPage endCursor }\n"
-            f"      nodes {{ {PR_FIELDS} }}\n"
-            "    }\n"
-            + (
-                f"    recent: pullRequests(first: {size}, states: OPEN, baseRefName: $b{i},\n"
-                "                         orderBy: {field: UPDATED_AT, direction: DESC}) {\n"
-                f"      nodes {{ ...{FRAGMENT_NAME} }}\n"
-                "    }\n"
-                if size and target.cursor is None else ""
+        params += [f"$o{i}: String!", f"$n{i}: String!"]
+        variables.update({f"o{i}": owner, f"n{i}": name})
+        body = []
+        first = target.cursor is None
+        if target.lists:
+            params += [f"$b{i}: String!", f"$c{i}: String"]
+            variables.update({f"b{i}": target.base, f"c{i}": target.cursor})
+            order = "CREATED_AT, direction: ASC" if target.walk else "UPDATED_AT, direction: DESC"
+            if first:
+                params.append(f"$q{i}: String!")
+                variables[f"q{i}"] = f"refs/heads/{target.base}"
+                body.append(f"    {FINGERPRINT}\n    baseRef: ref(qualifiedName: $q{i}) {{ target {{ oid }} }}")
+            body.append(
+                f"    pullRequests(first: {WATCH_PAGE}, after: $c{i}, states: OPEN, baseRefName: $b{i},\n"
+                f"                 orderBy: {{field: {order}}}) {{\n"
+                "      totalCount\n"
+                "      pageInfo { hasNextPage endCursor }\n"
+                f"      nodes {{ {PR_FIELDS} }}\n"
+                "    }"
             )
-            + "  }"
-        )
+            if first and not target.walk:
+                body.append(
+                    f"    gone: pullRequests(first: {GONE_PAGE}, states: [CLOSED, MERGED], baseRefName: $b{i},\n"
+                    "                       orderBy: {field: UPDATED_AT, direction: DESC}) {\n"
+                    "      nodes { number updatedAt }\n"
+                    "    }"
+                )
+            if size and first:
+                full = True
+                body.append(
+                    f"    recent: pullRequests(first: {size}, states: OPEN, baseRefName: $b{i},\n"
+                    "                         orderBy: {field: UPDATED_AT, direction: DESC}) {\n"
+                    f"      nodes {{ ...{FRAGMENT_NAME} }}\n"
+                    "    }"
+                )
+        if first:
+            for k, oid in enumerate(h for h in target.heads[:HEADS_MAX] if _OID.fullmatch(h)):
+                body.append(f'    h{k}: object(oid: "{oid}") {{ ... on Commit {{ oid statusCheckRollup {{ state }} }} }}')
+            for number in target.refresh[:ASKED_MAX]:
+                body.append(f"    n{int(number)}: pullRequest(number: {int(number)}) {{ {PR_FIELDS} }}")
+        if not body:
+            body.append("    id")
+        fields.append(f"  r{i}: repository(owner: $o{i}, name: $n{i}) {{\n" + "\n".join(body) + "\n  }")
     text = (
         f"query SluiceWatch({', '.join(params)}) {{\n"
         "  rateLimit { cost limit remaining used resetAt }\n" + "\n".join(fields) + "\n}\n"
     )
-    if size and any(t.cursor is None for t in targets):
+    if full:
         text += PR_FRAGMENT
     return text, variables
 
@@ -351,12 +417,21 @@ class TargetAnswer:
 
     items: list[Request] = field(default_factory=list)
     rollups: dict[str, str | None] = field(default_factory=dict)
-    """head oid -> its ``statusCheckRollup.state`` (None: no checks)."""
+    """head oid -> its ``statusCheckRollup.state`` (None: no checks), from the listed requests and the
+    heads asked by oid (an oid GitHub does not know is left out)."""
     fingerprint: tuple[Any, ...] | None = None
     next_cursor: str | None = None
     error: str | None = None
     readings: dict[int, Request] = field(default_factory=dict)
     """The base's most recently updated requests, read in full by the same query (number -> reading)."""
+    total: int | None = None
+    """The base's open requests (``totalCount``), as the first page said."""
+    gone: dict[int, str] = field(default_factory=dict)
+    """The base's most recently updated closed or merged requests: number -> ``updatedAt``."""
+    refreshed: list[Request] = field(default_factory=list)
+    """The requests asked by number that are still open on this base."""
+    base_oid: str | None = None
+    """The base branch's commit (its requests' mergeability follows it)."""
 
 
 def parse_watch_answer(payload: Any, targets: Sequence[Target]) -> list[TargetAnswer]:
@@ -366,35 +441,109 @@ def parse_watch_answer(payload: Any, targets: Sequence[Target]) -> list[TargetAn
     failed: dict[str, str] = {}
     for error in errors if isinstance(errors, list) else []:
         if isinstance(error, Mapping) and isinstance(error.get("path"), list) and error["path"]:
-            failed.setdefault(str(error["path"][0]), str(error.get("message") or "error"))
+            if len(error["path"]) == 1 or error["path"][1] in ("pullRequests", "gone"):  # not a head's or refresh's
+                failed.setdefault(str(error["path"][0]), str(error.get("message") or "error"))
     out: list[TargetAnswer] = []
-    for i, _target in enumerate(targets):
+    for i, target in enumerate(targets):
         answer = TargetAnswer()
         node = data.get(f"r{i}") if isinstance(data, Mapping) else None
         connection = node.get("pullRequests") if isinstance(node, Mapping) else None
-        if not isinstance(node, Mapping) or not isinstance(connection, Mapping):
+        if not isinstance(node, Mapping) or (target.lists and not isinstance(connection, Mapping)) \
+                or f"r{i}" in failed:
             answer.error = failed.get(f"r{i}") or "not in the answer"
             out.append(answer)
             continue
-        issues = node.get("openIssues")
-        answer.fingerprint = (
-            node.get("pushedAt"), node.get("updatedAt"), node.get("stargazerCount"), node.get("forkCount"),
-            node.get("diskUsage"), issues.get("totalCount") if isinstance(issues, Mapping) else None,
-        )
+        for key, value in node.items():  # heads asked by oid, requests asked by number
+            if not isinstance(key, str) or not isinstance(value, Mapping):
+                continue
+            if key[:1] == "h" and key[1:].isdigit() and isinstance(value.get("oid"), str):
+                rollup = value.get("statusCheckRollup")
+                state = rollup.get("state") if isinstance(rollup, Mapping) else None
+                answer.rollups[value["oid"]] = str(state) if state else None
+            elif key[:1] == "n" and key[1:].isdigit():
+                item = _item(value)
+                if item is not None and value.get("state", "OPEN") == "OPEN" and item.base == target.base:
+                    answer.refreshed.append(item)
+                    answer.rollups[item.head_sha] = item.checks_state
+        if not isinstance(connection, Mapping):
+            out.append(answer)
+            continue
+        if target.cursor is None:
+            issues = node.get("openIssues")
+            answer.fingerprint = (
+                node.get("pushedAt"), node.get("updatedAt"), node.get("stargazerCount"), node.get("forkCount"),
+                node.get("diskUsage"), issues.get("totalCount") if isinstance(issues, Mapping) else None,
+            )
+            ref = node.get("baseRef")
+            ref_target = ref.get("target") if isinstance(ref, Mapping) else None
+            oid = ref_target.get("oid") if isinstance(ref_target, Mapping) else None
+            answer.base_oid = oid if isinstance(oid, str) else None
+        total = connection.get("totalCount")
+        answer.total = total if isinstance(total, int) and not isinstance(total, bool) and total >= 0 else None
         for pr in connection.get("nodes") or []:
             item = _item(pr)
             if item is None:
                 continue
             answer.items.append(item)
-            rollup = pr.get("statusCheckRollup")
-            state = rollup.get("state") if isinstance(rollup, Mapping) else None
-            answer.rollups[item.head_sha] = str(state) if state else None
+            answer.rollups[item.head_sha] = item.checks_state
+        gone = node.get("gone")
+        for pr in (gone.get("nodes") if isinstance(gone, Mapping) else None) or []:
+            if isinstance(pr, Mapping) and isinstance(pr.get("number"), int) and not isinstance(pr["number"], bool):
+                answer.gone[pr["number"]] = str(pr.get("updatedAt") or "")
         answer.readings = _recent_readings(node.get("recent"))
         info = connection.get("pageInfo")
         if isinstance(info, Mapping) and info.get("hasNextPage") and isinstance(info.get("endCursor"), str):
             answer.next_cursor = info["endCursor"]
         out.append(answer)
     return out
+
+
+# ------------------------------------------------------- what moved, by recency
+
+
+def newest(items: Iterable[Request]) -> str:
+    """The newest ``updatedAt`` of a list (empty: none): where the next tick's listing may stop."""
+    return max((i.updated_at for i in items if i.updated_at), default="")
+
+
+def more_recent(mark: str, page: Sequence[Request], has_next: bool) -> bool:
+    """Whether the listing, most recently updated first, must ask its next page.
+
+    It stops once a page reaches a request no newer than ``mark`` (the
+    newest ``updatedAt`` the watch knew before): everything after it is
+    older still, so unmoved. With no mark (nothing known) it never stops
+    here: the caller walks the whole list instead.
+    """
+    if not has_next or not page or not mark:
+        return bool(has_next and page and not mark)
+    return min(i.updated_at for i in page) > mark
+
+
+def merge_listing(
+    known: Mapping[int, object], moved: Iterable[Request], gone: Iterable[int], total: int | None,
+) -> tuple[dict[int, object], bool]:
+    """The open list after this tick: the known one with what the recent pages listed (new or moved)
+    and without what they list as closed or merged; and whether it agrees with GitHub's count.
+
+    A request retargeted away, deleted, or closed beyond the gone list's
+    reach leaves the count short: the caller then walks the whole list, so
+    nothing is kept open that is not.
+    """
+    out: dict[int, object] = dict(known)
+    listed = set()
+    for item in moved:
+        out[item.number] = item
+        listed.add(item.number)
+    for number in gone:
+        if number not in listed:
+            out.pop(number, None)
+    return out, total is not None and total == len(out)
+
+
+def rollup_heads(due: int, *, threshold: int) -> bool:
+    """A repository on REST asks its waiting heads' checks by GraphQL rollup (one point a tick, one call)
+    once more than ``threshold`` are due this tick; up to it, by conditional REST (free, a call each)."""
+    return due > threshold
 
 
 def _recent_readings(connection: Any) -> dict[int, Request]:

@@ -327,3 +327,54 @@ def test_states_labels_and_order(github: ServedDouble, alice: httpx.Client) -> N
     assert numbers("first: 10, labels: [\"ready\"]") == [3]
     assert numbers("last: 2, states: [OPEN, MERGED]") == [2, 3]
     assert numbers("first: 10, orderBy: {field: UPDATED_AT, direction: DESC}") == [2, 3, 1]
+
+
+WATCHED = """
+query Watch($o: String!, $n: String!, $b: String!, $q: String!) {
+  repository(owner: $o, name: $n) {
+    baseRef: ref(qualifiedName: $q) { target { oid } }
+    missingRef: ref(qualifiedName: "refs/heads/nope") { name }
+    open: pullRequests(first: 2, states: OPEN, baseRefName: $b, orderBy: {field: UPDATED_AT, direction: DESC}) {
+      totalCount nodes { number updatedAt }
+    }
+    gone: pullRequests(first: 10, states: [CLOSED, MERGED], baseRefName: $b,
+                       orderBy: {field: UPDATED_AT, direction: DESC}) { totalCount nodes { number state } }
+    %s
+    unknown: object(oid: "%s") { ... on Commit { oid } }
+  }
+}
+"""
+
+
+def test_what_the_host_watch_asks_answers_as_github_does(github: ServedDouble, alice: httpx.Client) -> None:
+    """Most recently updated first, the count, closed and merged requests, a branch's commit, and a commit's
+    check rollup by its oid (``object(oid:)``: null, with no error, for an oid the repository has not)."""
+    gh = github.gh
+    numbers = [gh.open_pr("o/r", head_ref=f"f{i}") for i in range(5)]
+    shas = [gh.pr("o/r", n).head_sha for n in numbers]
+    gh.add_check_run("o/r", shas[0], "ci", status="in_progress", conclusion=None)
+    gh.add_check_run("o/r", shas[1], "ci", conclusion="failure")
+    github.clock.advance(10)
+    gh.review("o/r", numbers[2], "bob", "APPROVED")  # the most recently updated
+    github.clock.advance(10)
+    gh.merge_pr("o/r", numbers[3])
+    github.clock.advance(10)
+    gh.close_pr("o/r", numbers[4])
+    main = gh.push_branch("o/r", "main")
+    heads = "\n".join(
+        f'h{i}: object(oid: "{sha}") {{ ... on Commit {{ oid statusCheckRollup {{ state }} }} }}'
+        for i, sha in enumerate(shas[:3])
+    )
+    query = WATCHED % (heads, "f" * 40)
+    assert graphql.validate(github_schema(), graphql.parse(query)) == []
+    body = ask(alice, query, {"o": "o", "n": "r", "b": "main", "q": "refs/heads/main"})
+    assert "errors" not in body, body
+    repo = body["data"]["repository"]
+    assert repo["baseRef"] == {"target": {"oid": main}} and repo["missingRef"] is None
+    assert repo["open"]["totalCount"] == 3
+    assert [p["number"] for p in repo["open"]["nodes"]] == [numbers[2], numbers[1]]
+    assert [(p["number"], p["state"]) for p in repo["gone"]["nodes"]] == [(numbers[4], "CLOSED"), (numbers[3], "MERGED")]
+    assert [repo[f"h{i}"]["statusCheckRollup"] for i in range(3)] == [{"state": "PENDING"}, {"state": "FAILURE"}, None]
+    assert repo["h0"]["oid"] == shas[0] and repo["unknown"] is None
+    # single objects add nothing to the price: the connections alone do (three of them: 1 point)
+    assert body and gh.calls()[-1].cost == 1

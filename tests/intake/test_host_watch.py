@@ -753,12 +753,17 @@ def test_a_long_quiet_list_costs_its_first_page_only_and_any_move_is_still_seen(
     host.next_tick()
     mark = gh.mark()
     host.tick()
-    assert len(gh.calls(since=mark, path=r"/pulls\?")) == 3
+    # its first page's 200 is not walked (3 pages): the watch's one query asks what moved, most recently
+    # updated first, and reads it in full in the same query
+    assert [c.status for c in gh.calls(since=mark, path=r"/pulls\?")] == [200]
+    assert len(gh.calls(since=mark, path="/graphql")) == 1 and gh.counted(since=mark) == 2
     assert host.entries("o/r1")[oldest].labels == ("urgent",)
     gh.close_pr("o/r1", numbers[1])  # closed, not moved to the top: the embedded repository changed
     host.next_tick()
+    mark = gh.mark()
     host.tick()
     assert numbers[1] not in host.entries("o/r1") and len(host.entries("o/r1")) == 249
+    assert gh.counted(since=mark) == 1  # the query's list of recently closed requests says it left
 
 
 def test_a_quiet_list_keeps_its_stored_part_whole_and_a_graphql_part_is_rebuilt() -> None:
@@ -959,3 +964,62 @@ def test_a_mergeability_still_unknown_keeps_the_queue_from_standing(host_factory
     host.tick()
     assert "nothing moved" not in _last_round(host)["why"]
     assert len(gh.calls(since=mark, resource="graphql")) == 1  # read again, for its mergeability
+
+
+def test_a_quiet_repository_asks_a_handful_of_waiting_heads_by_rest_and_more_by_one_rollup_query(
+    host_factory, github
+) -> None:
+    """On REST (its list answers 304), up to four due heads cost a free conditional GET each; past that,
+    their rollups ride in one GraphQL query (one point, one call), not one call a head: 12 heads, 2 calls."""
+    gh = github.gh
+    few = [pending_pr(gh, "o/r1", f"slow-{i}") for i in range(3)]
+    many = [pending_pr(gh, "o/r2", f"slow-{i}") for i in range(12)]
+    host = host_factory(("o/r1", "o/r2"))
+    host.tick()
+    host.next_tick()
+    host.tick()
+    for _ in range(3):
+        host.next_tick()
+        mark = gh.mark()
+        host.tick()
+        r1 = gh.calls(since=mark, path="/repos/o/r1/")
+        assert len(r1) == 1 + len(few) and all(c.status == 304 for c in r1)  # the list, a check-runs GET each
+        assert gh.calls(since=mark, path="/repos/o/r2/commits") == []
+        assert len(gh.calls(since=mark)) == 2 + 1 + len(few)  # two lists, one rollup query, r1's heads
+        assert gh.counted(since=mark) == 1
+    n = many[5]
+    gh.add_check_run("o/r2", gh.pr("o/r2", n).head_sha, "ci", status="completed", conclusion="failure")
+    host.next_tick()
+    host.tick()
+    assert host.entries("o/r2")[n].state == "blocked" and host.entries("o/r2")[many[0]].state == "waiting"
+
+
+def test_a_busy_repository_of_300_requests_half_waiting_costs_a_point_and_a_call_a_tick(host_factory, github) -> None:
+    """A push and a review every tick, 150 heads waiting on checks: what moved is found by one query,
+    most recently updated first, and the heads' rollups ride in it (issue 29: 6 units and 155 calls)."""
+    gh = github.gh
+    waiting = [pending_pr(gh, "o/r1", f"slow-{i}") for i in range(150)]
+    ready = [ready_pr(gh, "o/r1", f"feat-{i}") for i in range(150)]
+    host = host_factory(("o/r1",))
+    host.tick()
+    for t in range(12):
+        unrelated_activity(gh, ("o/r1",), t)
+        pushed = ready[t]
+        gh.push_pr("o/r1", pushed)
+        gh.review("o/r1", waiting[t], "carol", "CHANGES_REQUESTED")
+        if t == 8:
+            gh.add_check_run("o/r1", gh.pr("o/r1", waiting[100]).head_sha, "ci", status="completed",
+                             conclusion="success")
+            gh.merge_pr("o/r1", ready[100])
+        host.next_tick()
+        mark = gh.mark()
+        host.tick()
+        if t >= 3:
+            assert gh.counted(since=mark) <= 1 and len(gh.calls(since=mark)) <= 1, [
+                (c.method, c.path, c.status, c.cost) for c in gh.calls(since=mark)]
+        entries = host.entries("o/r1")
+        assert entries[waiting[t]].state == "blocked" and entries[pushed].head_sha == gh.pr("o/r1", pushed).head_sha
+    entries = host.entries("o/r1")
+    assert ready[100] not in entries and len(entries) == 299
+    assert entries[waiting[100]].checks_state == "SUCCESS"
+    assert answers(host)["repos"]["o/r1"]["mode"] == "graphql"

@@ -271,6 +271,118 @@ def test_an_answer_is_read() -> None:
     assert second.error == "Could not resolve to a Repository"
 
 
+# ------------------------------------------------- what moved, by recency
+
+
+def _req(number: int, updated: str, head: str = "a") -> Any:
+    from git_sluice.intake.request import Request
+
+    return Request(number=number, title="t", author=None, head_ref="h", head_sha=head * 40, base="main",
+                   draft=False, updated_at=updated)
+
+
+@settings(deadline=None, max_examples=25)
+@given(st.integers(min_value=1, max_value=12), st.booleans(), st.integers(min_value=0, max_value=100),
+       st.integers(min_value=0, max_value=100))
+def test_every_shape_of_the_watch_query_validates_and_the_point_is_kept(
+    count: int, walking: bool, heads: int, refresh: int
+) -> None:
+    """Incremental pages, walks, later pages, heads by oid and requests by number, heads-only targets:
+    GitHub's schema takes them all, every ``first:`` is at most 100, and our price is the double's."""
+    targets = []
+    for i in range(count):
+        targets.append(w.Target(f"o/r{i}", "main", walk=walking and i % 2 == 0,
+                                heads=tuple(f"{k:040x}" for k in range(heads)) if i == 0 else (),
+                                refresh=tuple(range(1, refresh + 1)) if i == 0 else ()))
+        if i % 3 == 1:
+            targets.append(w.Target(f"o/r{i}", "main", "Y3Vyc29yOjE=", walk=walking))
+    targets.append(w.Target("o/rest", "", heads=("b" * 40, "not-an-oid"), lists=False))
+    text, variables = w.build_watch_query(targets)
+    assert_valid(text, variables)
+    assert all(int(n) <= 100 for n in __import__("re").findall(r"first: (\d+)", text))
+    price = price_only(text, variables)
+    assert query_cost(text, variables) == price.cost
+    if sum(w.target_requests(t) for t in targets) <= 100:  # a dozen bases, heads and refreshes aside: a point
+        assert price.cost == 1
+    assert "not-an-oid" not in text  # only 40-hex oids are written into the document
+
+
+def test_heads_and_requests_asked_by_number_cost_nothing_a_base_three_requests() -> None:
+    one = [w.Target("o/r", "main")]
+    busy = [w.Target("o/r", "main", heads=tuple(f"{k:040x}" for k in range(100)), refresh=tuple(range(1, 101)))]
+    assert price_only(*w.build_watch_query(one, recent=0)).requests == 3  # open-issues count, the list, gone
+    assert price_only(*w.build_watch_query(busy, recent=0)).requests == 3
+    assert price_only(*w.build_watch_query([w.Target("o/r", "", heads=("a" * 40,), lists=False)])).cost == 1
+
+
+def test_the_new_fields_are_read_from_an_answer() -> None:
+    targets = [w.Target("o/r", "main", heads=("c" * 40,), refresh=(9,)), w.Target("o/s", "", heads=("d" * 40,),
+                                                                              lists=False)]
+    node = {"number": 4, "title": "t", "headRefName": "h", "headRefOid": "a" * 40, "baseRefName": "main",
+            "isDraft": False, "updatedAt": "u4", "author": None, "state": "OPEN", "mergeable": "UNKNOWN",
+            "statusCheckRollup": {"state": "PENDING"}}
+    payload = {"data": {
+        "r0": {"pushedAt": "p", "updatedAt": "x", "stargazerCount": 1, "forkCount": 0, "diskUsage": 1,
+               "openIssues": {"totalCount": 0}, "baseRef": {"target": {"oid": "e" * 40}},
+               "pullRequests": {"totalCount": 7, "pageInfo": {"hasNextPage": False}, "nodes": [node]},
+               "gone": {"nodes": [{"number": 3, "updatedAt": "u3"}, {"number": "x"}]},
+               "h0": {"oid": "c" * 40, "statusCheckRollup": None},
+               "n9": {**node, "number": 9, "headRefOid": "f" * 40, "mergeable": "MERGEABLE",
+                      "statusCheckRollup": {"state": "SUCCESS"}}},
+        "r1": {"h0": {"oid": "d" * 40, "statusCheckRollup": {"state": "FAILURE"}}, "h1": None},
+    }}
+    first, second = w.parse_watch_answer(payload, targets)
+    assert first.total == 7 and first.gone == {3: "u3"} and first.base_oid == "e" * 40
+    assert [i.number for i in first.items] == [4] and [i.mergeable for i in first.refreshed] == ["MERGEABLE"]
+    assert first.rollups == {"a" * 40: "PENDING", "c" * 40: None, "f" * 40: "SUCCESS"}
+    assert second.error is None and second.rollups == {"d" * 40: "FAILURE"} and second.items == []
+    closed = {**payload["data"]["r0"], "n9": {**node, "number": 9, "state": "CLOSED"}}
+    (only,) = w.parse_watch_answer({"data": {"r0": closed}}, targets[:1])
+    assert only.refreshed == []  # asked by number, but no longer open: the count and gone list decide
+
+
+def test_the_listing_stops_at_the_last_ticks_newest() -> None:
+    page = [_req(1, "2027-01-01T00:00:09Z"), _req(2, "2027-01-01T00:00:05Z")]
+    assert w.more_recent("2027-01-01T00:00:04Z", page, True)  # everything here moved: the next page may too
+    assert not w.more_recent("2027-01-01T00:00:05Z", page, True)  # reached what the last tick knew
+    assert not w.more_recent("2027-01-01T00:00:04Z", page, False)  # no next page
+    assert w.more_recent("", page, True)  # nothing known: every page
+    assert not w.more_recent("x", [], True)
+    assert w.newest(page) == "2027-01-01T00:00:09Z" and w.newest([]) == ""
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    st.sets(st.integers(1, 60), max_size=40),
+    st.sets(st.integers(1, 60), max_size=10),
+    st.sets(st.integers(1, 60), max_size=10),
+    st.sets(st.integers(1, 60), max_size=5),
+    st.integers(0, 20),
+)
+def test_a_listing_that_agrees_with_the_count_is_the_open_list(
+    known: set[int], closed: set[int], opened: set[int], unseen: set[int], gone_page: int
+) -> None:
+    """Whatever opened, closed, moved or left unseen: when the merged list agrees with GitHub's count it is
+    exactly the open list; when something left unseen (retargeted, deleted, a close past the gone page)
+    the count says so, and the caller walks."""
+    truth = (known - closed - unseen) | opened
+    gone_listed = sorted(closed - opened)[:gone_page]
+    moved = [_req(n, "u") for n in sorted(opened)]
+    merged, agrees = w.merge_listing({n: n for n in known}, moved, gone_listed, len(truth))
+    if agrees:
+        assert set(merged) == truth
+    if set(merged) != truth:
+        assert not agrees
+    full = w.merge_listing({n: n for n in known}, moved, sorted(closed - opened), len(truth))
+    if not (unseen & known - opened):
+        assert full[1] and set(full[0]) == truth
+
+
+def test_a_repository_on_rest_asks_its_heads_by_rollup_past_a_handful() -> None:
+    assert not w.rollup_heads(0, threshold=4) and not w.rollup_heads(4, threshold=4)
+    assert w.rollup_heads(5, threshold=4) and w.rollup_heads(150, threshold=4)
+
+
 # ------------------------------------------------------------------ pace
 
 
