@@ -88,6 +88,50 @@ def round_cpu(requests: int = 500, changed: int = 5, samples: int = 1) -> dict[s
         return out
 
 
+def round_scaling(sizes: tuple[int, ...], changed: int = 5, samples: int = 3) -> dict[str, Any]:
+    """Issue 29: a fresh ``git sluice intake``'s CPU, quiet and with ``changed`` requests moved, at each queue size.
+
+    Per size, a world of its own: the first round (not judged), then ``samples`` changed rounds (each
+    after ``changed`` new reviews) and ``samples`` quiet ones, a discovery interval apart; the median
+    of each. Real processes, their CPU taken with ``wait4``, as :func:`round_cpu`'s.
+    """
+    out: dict[str, Any] = {"changed_requests": changed, "samples": samples, "sizes": {}}
+    for size in sizes:
+        started = time.monotonic()
+        with world() as w:
+            name = repo_name(1)
+            w.add_repo(name)
+            activity = Activity(w.gh, GitWorld(w, []))
+            activity.populate(name, size, seed=6)
+            host = w.add_host("host-1", hooks=False)
+            clone = host.clones[name]
+            env = w.host_env(host)
+            runs: dict[str, list[float]] = {"first": [], "changed": [], "quiet": []}
+            errors: list[str] = []
+
+            def intake(label: str) -> None:
+                run = measured_run(["git", "sluice", "intake", "--json"], clone, env, timeout=600)
+                if run.returncode != 0:
+                    errors.append(run.stderr.decode(errors="replace").strip()[-300:])
+                runs[label].append(run.cpu)
+
+            intake("first")
+            reviewers = ("carol", "dave", "erin")
+            open_ = [n for n in activity.open_numbers(name) if not w.gh.pr(name, n).draft]
+            for k in range(max(samples, 1)):
+                for n in open_[k * changed:(k + 1) * changed]:
+                    w.gh.review(name, n, reviewers[k % len(reviewers)], "APPROVED")
+                w.clock.advance(61)
+                intake("changed")
+            for _ in range(max(samples, 1)):
+                w.clock.advance(61)
+                intake("quiet")
+            out["sizes"][str(size)] = {label: _median(cpus) for label, cpus in runs.items()}
+            out["sizes"][str(size)]["errors"] = errors[:2]
+            out["sizes"][str(size)]["wall_seconds"] = time.monotonic() - started
+    return out
+
+
 # A fresh git-sluice process whose sqlite3.connect counts write transactions: a BEGIN, or a write
 # statement outside one (autocommit), per connection; the count goes to the file named by argv[1].
 COUNT_WRITES = r"""

@@ -18,7 +18,8 @@ from typing import Any
 
 from fleet_activity import BUSY, MODERATE, PRODUCTION, QUIET, Rates
 from fleet_fence import fence_baseline, fence_sluice
-from fleet_overheads import SMALL_QUEUE, command_walls, hook_overhead, prepush_at, python_baseline, round_cpu
+from fleet_overheads import (SMALL_QUEUE, command_walls, hook_overhead, prepush_at, python_baseline, round_cpu,
+                             round_scaling)
 from fleet_runs import ALLOWANCE, SECONDARY_PER_MINUTE, FleetSpec, run_job, sluice_fleet
 from fleet_world import AUTH_TITLES, AUTHS
 
@@ -102,6 +103,9 @@ class Profile:
     s9_hosts: tuple[int, ...] = ()
     s9_one: FleetSpec | None = None
     s9_prs: tuple[int, ...] = ()
+    # issue 29's round CPU against the queue's size: (small, middle, large); quiet large ≤ 1.5× small,
+    # changed large ≤ 2× middle
+    s6_scale_sizes: tuple[int, int, int] = (20, 500, 5000)
 
 
 S1_RATES = Rates(pushed=6.0)
@@ -179,6 +183,7 @@ QUICK = Profile(
     s9_one=FleetSpec(repos=1, hosts=1, prs=5, waits_per_host=1, rates=QUICK_RATES, unrelated=PRODUCTION,
                      warmup=120, window=240),
     s9_prs=(5, 150),
+    s6_scale_sizes=(5, 20, 60),
 )
 
 
@@ -675,7 +680,12 @@ def s6_overheads(p: Profile, base: Base) -> Scenario:
     # the push's added wall is a difference of two ~20 ms walls that each jitter by a millisecond: more pairs
     ho = hook_overhead(2 * samples + 1)
     pp = prepush_at(p.s6_prepush_heads, samples)
-    sc.raw = {"python": py, "round_cpu": rc, "commands": walls, "hook_overhead": ho, "prepush": pp}
+    try:
+        scaling = round_scaling(p.s6_scale_sizes, samples=min(samples, 3))
+    except Exception as exc:  # a figure that failed says so; the rest of S6 stands
+        scaling = {"error": f"{type(exc).__name__}: {exc}"}
+    sc.raw = {"python": py, "round_cpu": rc, "commands": walls, "hook_overhead": ho, "prepush": pp,
+              "round_scaling": scaling}
     n = p.s6_requests
     pyname = "`python -c pass`"
     py_cpu, py_wall = py["cpu"], py["wall"]
@@ -765,6 +775,7 @@ def s6_overheads(p: Profile, base: Base) -> Scenario:
                        goal="≤ 10", met=ok,
                        note=f"{goal_note('≤ 10', ok)}; a fresh `git sluice intake` over {n} open requests, its "
                             "sqlite3.connect wrapped to count BEGINs and autocommit writes; before (issue 15) 596"))
+    sc.rows += scaling_rows(scaling, p.s6_scale_sizes, ms)
     for label in ("first", "changed"):
         r = rc[label]
         if r["exit"] != 0:
@@ -796,6 +807,40 @@ def s6_overheads(p: Profile, base: Base) -> Scenario:
     sc.notes.append(f"The detached round a hook starts took {ho['hook_round_after_median'] or 0:.2f} s (median, "
                     "real time) after the git command had returned.")
     return sc
+
+
+def scaling_judged(scaling: dict[str, Any], sizes: tuple[int, int, int]) -> list[tuple[str, float | None, str, float]]:
+    """Issue 29's two round-CPU ratios: (what, the ratio or None, its figures, its limit)."""
+    small, middle, large = (scaling.get("sizes", {}).get(str(n)) or {} for n in sizes)
+    out = []
+    for what, top, bottom, label, limit in (
+        (f"quiet round CPU at {sizes[2]:,} open requests ÷ at {sizes[0]:,}", large.get("quiet"), small.get("quiet"),
+         "quiet", 1.5),
+        (f"round CPU where {scaling.get('changed_requests', 5)} requests moved at {sizes[2]:,} open requests ÷ at "
+         f"{sizes[1]:,}", large.get("changed"), middle.get("changed"), "changed", 2.0),
+    ):
+        ratio = top / bottom if top and bottom else None
+        text = (f"{1000 * top:.0f} ms ÷ {1000 * bottom:.0f} ms" if top and bottom else "not measured")
+        out.append((what, ratio, text, limit))
+    return out
+
+
+def scaling_rows(scaling: dict[str, Any], sizes: tuple[int, int, int], ms: Any) -> list[Row]:
+    if "error" in scaling:
+        return [Row("round CPU against the queue's size", "—", "—", f"failed: {scaling['error']}")]
+    rows = []
+    for what, ratio, text, limit in scaling_judged(scaling, sizes):
+        met = None if ratio is None else ratio <= limit
+        goal = f"≤ {limit:g}×"
+        rows.append(Row(f"{what} (fresh `git sluice intake`, CPU)", "—", "no baseline",
+                        round(ratio, 2) if ratio is not None else "not measured", unit="×", rankable=False,
+                        goal=goal, met=met,
+                        note=f"{goal_note(goal, met)} (issue 29); {text} (medians of "
+                             f"{scaling.get('samples')} rounds, git's processes included)"))
+    errors = [e for n in sizes for e in (scaling.get("sizes", {}).get(str(n)) or {}).get("errors", [])]
+    if errors:
+        rows[-1].note += f"; a round failed: {errors[0]}"
+    return rows
 
 
 def s7_scaling(p: Profile, base: Base) -> Scenario:
@@ -971,9 +1016,15 @@ def done_when_29(done: dict[str, Scenario], p: Profile) -> list[dict[str, Any]]:
                 add(f"git pushes ≤ 2 a minute per repository for the fleet, at {spec.hosts} hosts",
                     f"busiest minute {g['push_busiest_minute_repo']} ({g['push_busiest_repo'] or '—'})",
                     g["push_busiest_minute_repo"] <= 2)
-    add("a quiet round at 5,000 open requests ≤ 1.5× the CPU of one at 20; a round where 5 moved ≤ 2× at "
-        "5,000 what it is at 500", "not measured by this benchmark (S6 times rounds at "
-        f"{p.s6_requests:,} open requests)", None)
+    s6 = done.get("s6")
+    scaling = (s6.raw.get("round_scaling") if s6 is not None else None) or {}
+    if not scaling.get("sizes"):
+        add("a quiet round at 5,000 open requests ≤ 1.5× the CPU of one at 20; a round where 5 moved ≤ 2× at "
+            "5,000 what it is at 500", "not run (S6)" if s6 is None else f"failed: {scaling.get('error')}", None)
+    else:
+        for what, ratio, text, limit in scaling_judged(scaling, p.s6_scale_sizes):
+            add(f"{what} ≤ {limit:g}× (S6)", f"{ratio:.2f}× ({text})" if ratio is not None else text,
+                None if ratio is None else ratio <= limit)
     add("three hosts on one repository under unrelated activity: ≤ 1 counted unit per tick after the first, "
         "and their `queue --json` agree", "a test of the suite, not a figure of this run", None)
     add("the lease and pause guarantees and their tests hold unchanged", "the test suite, not this run", None)
