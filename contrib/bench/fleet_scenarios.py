@@ -300,11 +300,12 @@ def sluice_jobs(p: Profile, keys: set[str]) -> dict[str, tuple[str, tuple[Any, .
 
 
 # S9's git-sluice runs that run in this process when S9's turn comes (the rest go to the second worker
-# from the start), so the two end about together. Measured on the shared 2-CPU machine at a load
-# average of 6-7 (748d826 plus work in progress): 24 hosts 615 s (half of it the 48 waits' looks, which
-# run one at a time), 5,000 requests 356 s (most of it the double answering the drive's calls), 3 hosts
-# 190 s; this process also ran S1-S7 first, the second worker S1's App and GHES runs, S3 quiet and S8.
-S9_HERE = {"fleet/24", "one/1000", "one/20"}
+# from the start), so the two end about together. Measured at 748d826 plus work in progress on the
+# shared 2-CPU machine (load average 3-7), each row's own real time: 24 hosts 787 s (about half of it
+# the 48 waits' looks, which run one at a time), 12 hosts 421 s, 3 hosts 264 s, 1 host 98 s; one
+# repository at 5,000 requests 298 s (most of it the double answering the drive's calls), 1,000 66 s,
+# 20 8 s. This process also runs S1-S7 first; the second worker S1's App and GHES runs, S3 quiet, S8.
+S9_HERE = {"fleet/24", "fleet/1", "one/1000", "one/20"}
 
 
 Base = Callable[[str], dict[str, Any]]
