@@ -26,6 +26,7 @@ from .step import branch_refspecs, intake_for
 from ..records import record
 from ..remote.git import RemoteRefused, RemoteUnreachable
 from ..remote.leases import LeaseKeeper
+from ..remote.looks import SHARE_WINDOW
 from .refusal import Refusal
 from .stopper import Stopper as Stopper
 from .session import Session, fetch_and_adopt, reread_credentials
@@ -97,7 +98,8 @@ def drive(
                 reread_credentials(session)
                 refusal.retried()
                 say("reading the credentials again and trying once")
-            fetch_and_adopt(session, *branch_refspecs(session, chosen), share=True)
+            # a look of this host's within half a tick (the watch's, at its tick) is this tick's look
+            fetch_and_adopt(session, *branch_refspecs(session, chosen), share=max(SHARE_WINDOW, tick / 2))
             try:
                 views = keeper.ensure(chosen, fetch=False)
                 state.failures_said.pop("", None)
@@ -234,7 +236,11 @@ def wait_for(
     stopper = stopper or Stopper()
     clock = session.clock
     deadline = clock.time() + timeout if timeout is not None else None
-    fetch_and_adopt(session)  # the pause notes first: another host's pause is waited out, not run into
+    # the pause notes first: another host's pause is waited out, not run into. A wait looks at the
+    # remote as often as the host does, once a tick (a look this host took within it stands, issue 29):
+    # before a call, the forge's own pause check looks again if the last look is older than 10 s
+    look = float(session.settings.discovery)
+    fetch_and_adopt(session, share=look)
     branch = find_branch(session, number, deadline)
     intake, keeper = intake_for(session, role="wait")
     following = _Following.load(session, number)
@@ -259,7 +265,7 @@ def wait_for(
             now = clock.time()
             if deadline is not None and now >= deadline:
                 raise TimedOut(f"#{number} reached no outcome within the timeout (last: {last_said or 'unknown'})")
-            fetch_and_adopt(session, *branch_refspecs(session, [branch]))
+            fetch_and_adopt(session, *branch_refspecs(session, [branch]), share=look)
             view = keeper.read(branch)
             if view.absent or view.takes_in or view.mine or not view.live:
                 # absent, ours, or lapsed: take, renew or take over (a writer takes in only on its own push)
@@ -433,7 +439,12 @@ def _follow_alone(
         state = derive_state(item.draft, review, checks, mergeable)
         memory.outcome = fl.outcome_record(state, epoch=view.epoch, tick=view.tick, item=item, checks=checks)
     elif what == "read":
-        reading = _read_one(session, number, deadline)
+        reading = view.readings.get(number) if item is not None and not moved else None
+        if reading is None or item is None or (reading.head_sha, reading.updated_at) != (item.head_sha,
+                                                                                         item.updated_at):
+            # (a reading the tick holds of the request as listed — the holder's survey reads every request
+            # it lists — says what moved for nothing; checks that moved since are asked, unless said above)
+            reading = _read_one(session, number, deadline)
         read = reading is not None
         if reading is not None:
             memory.head = {"sha": reading.head_sha, "updated_at": reading.updated_at,

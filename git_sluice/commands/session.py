@@ -278,23 +278,25 @@ def adopt_notes(session: Session) -> int:
         return 0
 
 
-def fetch_and_adopt(session: Session, *extra_refspecs: str, share: bool = False) -> str | None:
+def fetch_and_adopt(session: Session, *extra_refspecs: str, share: float | None = None) -> str | None:
     """Fetch the leases and this clone's pause notes (and extras), adopt the notes; returns
-    an error text or None. With ``share`` (a driver's tick), a fetch of all that by
-    another process of this host a moment ago (the host watch's look at the fleet's surveys,
-    usually) stands for this one (:mod:`git_sluice.remote.looks`).
+    an error text or None. With ``share`` (seconds: a driver's tick, a wait's look), a fetch of
+    all that by any process of this host within that long (the host watch's look at the
+    fleet's surveys, usually) stands for this one (:mod:`git_sluice.remote.looks`).
 
     A host that cannot reach the remote keeps its own pauses and keeps working:
     nothing waits on the remote to stop a call.
     """
     error = None
     try:
-        shared = None
-        if share and session.looks is not None:
+        if share is not None and session.looks is not None:
             key = look_key(session.repo.common_dir, session.settings.remote)
-            shared = session.looks.recent(key, needs=[*session.remote.sluice_refspecs(), *extra_refspecs])
-        if shared is not None:  # the host watch, or another process, fetched all this a moment ago
-            session.remote.fetched_elsewhere(shared)
+            shared = session.looks.share_or_fetch(
+                key, [*session.remote.sluice_refspecs(), *extra_refspecs], share,
+                lambda: session.remote.fetch(*extra_refspecs),
+            )
+            if shared is not None:  # the host watch, or another process, fetched all this a moment ago
+                session.remote.fetched_elsewhere(shared)
         else:
             session.remote.fetch(*extra_refspecs)
     except Exception as exc:

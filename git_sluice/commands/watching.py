@@ -148,7 +148,10 @@ def follow_watch(session: Session, branch: str, number: int, head: Mapping[str, 
 
 def next_wake(session: Session, watch: HostWatch | None, started: float, tick: float) -> float:
     """When a driver wakes next: the host watch's next tick (the host's clock, not a sleep after each
-    round), or its own tick's end for the lease renewals, whichever comes first."""
+    round), or its own tick's end for the lease renewals when that comes first by more than half a
+    tick. A driver woken a few seconds before the watch's tick would look at the remote twice in one
+    tick (its own fetch, then the watch's look): it wakes with the watch instead, and takes its look
+    (the lease is renewed every third of it: a few seconds later is nothing to it)."""
     own = started + tick
     if watch is None:
         return own
@@ -158,7 +161,7 @@ def next_wake(session: Session, watch: HostWatch | None, started: float, tick: f
         return own
     if at is None or at <= session.clock.time():
         return own
-    return min(own, at)
+    return at if at <= own + tick / 2 else own
 
 
 SURVEYED_FILE = "surveyed.json"
@@ -176,8 +179,9 @@ def publish_surveys(session: Session, branches: Sequence[str]) -> list[str]:
     costs the remote nothing. One push for all of them; returns the bases pushed.
     """
     watch = session.watch
-    if not isinstance(watch, HostWatch) or watch.surveys is None:
+    if not isinstance(watch, HostWatch) or watch.surveys is None or watch.pool is None:
         return []
+    pool = watch.pool
     try:
         others = mirrored(session, branches)
         held = [b for b in dict.fromkeys(branches) if b not in others]
@@ -190,7 +194,7 @@ def publish_surveys(session: Session, branches: Sequence[str]) -> list[str]:
             if header is None:
                 continue  # no fresh answers for it: no survey that would say it was read
             basis = f"{header.epoch} {header.changed_tick} {header.heads_tick} {queue.fingerprint(base)}"
-            remote = session.repo.ref(survey_ref(watch.group, base))
+            remote = session.repo.ref(survey_ref(pool, base))
             last = field_map(said, base)
             if last.get("basis") == basis and last.get("oid") == remote:
                 continue  # nothing it is built from moved, and the remote holds this clone's own
@@ -203,7 +207,7 @@ def publish_surveys(session: Session, branches: Sequence[str]) -> list[str]:
         pushed: dict[str, str] = {}
         if fresh:
             place = _survey_places(session)(clone_remote(session, branches))
-            pushed = place.publish(watch.group, fresh, expected={b: due[b][1] for b in fresh},
+            pushed = place.publish(pool, fresh, expected={b: due[b][1] for b in fresh},
                                    repository=session.settings.repository, host=session.settings.host)
         with memory.update() as data:
             for base, blob in blobs.items():

@@ -269,13 +269,14 @@ class HostWatch:
         for repository, interest in interests.items():
             record = field_map(repos, repository)
             bases = field_map(record, "bases")
+            # never a base another host holds (a clone here mirrors it): its holder's survey says it, at
+            # the next tick, lists and heads alike; a wait's follow where no clone here mirrors is asked now
+            askable = interest.bases - interest.mirrors - (set(interest.holders) - interest.held)
             new_bases = {
-                b for b in interest.bases - interest.mirrors  # a base another host holds: its survey says it
-                if not isinstance(bases.get(b), dict) or bases[b].get("asked_tick") != tick
+                b for b in askable if not isinstance(bases.get(b), dict) or bases[b].get("asked_tick") != tick
             }
             new_heads = [] if record.get("mode") == "graphql" else [
-                h for h in interest.heads.values()
-                if h.base in interest.bases and f"{repository} {h.sha}" not in heads
+                h for h in interest.heads.values() if h.base in askable and f"{repository} {h.sha}" not in heads
             ]
             if new_bases or new_heads:
                 out[repository] = (new_bases, sorted(new_heads, key=lambda h: (h.base, h.number)))
@@ -410,8 +411,9 @@ class HostWatch:
         reach, or whose remote cannot be reached, takes none: its bases held
         elsewhere are then not asked at all, and go stale here.
         """
-        if self.surveys is None:
+        if self.surveys is None or self.pool is None:
             return {}
+        pool = self.pool
         try:
             remotes = self.registry.remotes(self.group, now)
         except Exception as exc:  # the fleet's survey is an optimisation: never a reason for a tick to fail
@@ -428,7 +430,7 @@ class HostWatch:
                 if not place.look():
                     out[repository] = Found(None, {}, {})
                     continue
-                remote = {b: place.current(self.group, b) for b in sorted(interest.bases)}
+                remote = {b: place.current(pool, b) for b in sorted(interest.bases)}
                 surveys: dict[str, sv.Survey] = {}
                 for base in sorted(interest.bases - interest.held):
                     oid = remote[base]

@@ -4,7 +4,7 @@ Each host used to pay for its own watch: every host following a branch
 another host held still listed it for its waits, and a host that mirrors
 nothing cannot show a queue it does not read (issue 29). Now the holder's
 watch, which reads the base from GitHub anyway, publishes what its tick
-found as ``refs/sluice/survey/<group>/<base>`` on the repository's remote
+found as ``refs/sluice/survey/<pool>/<base>`` on the repository's remote
 (:mod:`git_sluice.remote.surveys`), in the push of its tick; every other host
 of the group following that branch takes the survey as its own tick's
 answer for the base and asks GitHub nothing for it — its rounds then show
@@ -211,9 +211,9 @@ class SurveyPlace(Protocol):
 
     def look(self) -> bool: ...
 
-    def current(self, group: str, base: str) -> str | None: ...
+    def current(self, pool: str, base: str) -> str | None: ...
 
     def read(self, oid: str) -> bytes | None: ...
 
-    def publish(self, group: str, blobs: Mapping[str, bytes], *, expected: Mapping[str, str | None],
+    def publish(self, pool: str, blobs: Mapping[str, bytes], *, expected: Mapping[str, str | None],
                 repository: str, host: str) -> dict[str, str]: ...

@@ -23,13 +23,18 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from collections.abc import Callable
+
 from ..boot import boot_id as system_boot_id
 from ..clock import Clock
-from ..statefile import JsonDocument
+from ..errors import StateError
+from ..statefile import JsonDocument, file_lock, held
 
 FILE_NAME = "remote-looks.json"
 SHARE_WINDOW = 10.0
 """A fetch that began this recently stands for the next one (a tick's work on one host takes less)."""
+LOOK_WAIT = 150.0
+"""How long a process waits for another's look at the same remote (a fetch's own limit is 120 s)."""
 MAX_KEYS = 512
 MAX_REFSPECS = 256
 
@@ -43,7 +48,8 @@ class RemoteLooks:
     """When this host's processes last fetched each clone's remote (shared by them)."""
 
     def __init__(self, state_dir: Path, clock: Clock, *, boot: str | None = None) -> None:
-        self._doc = JsonDocument(Path(state_dir) / FILE_NAME, what="remote looks")
+        self.dir = Path(state_dir)
+        self._doc = JsonDocument(self.dir / FILE_NAME, what="remote looks")
         self.clock = clock
         self.boot = boot if boot is not None else system_boot_id()
         self.kind = type(clock).__qualname__
@@ -92,3 +98,27 @@ class RemoteLooks:
     def _at(value: object) -> float:
         at = value.get("at") if isinstance(value, dict) else None
         return float(at) if isinstance(at, (int, float)) and math.isfinite(at) else 0.0
+
+    def share_or_fetch(self, key: str, needs: Sequence[str], window: float, fetch: Callable[[], None]) -> float | None:
+        """A look at ``key`` begun within ``window`` (its start), or ``fetch()`` now (None).
+
+        One look at a time per clone and remote on the host: a process that
+        finds another's fetch of the same refs in flight waits for it and
+        takes it, instead of sending a second one beside it (single flight, as
+        the forge's calls have). ``fetch`` raises what it raises; a lock that
+        cannot be had costs a fetch of one's own, never a failure.
+        """
+        try:
+            lock = file_lock(self.dir / "looks" / f"{key}.lock", timeout=LOOK_WAIT)
+            with held(lock, busy="the look at the remote"):
+                shared = self.recent(key, needs, window)
+                if shared is not None:
+                    return shared
+                fetch()
+                return None
+        except (StateError, OSError):
+            shared = self.recent(key, needs, window)
+            if shared is not None:
+                return shared
+            fetch()
+            return None

@@ -1,4 +1,8 @@
-"""The fleet's surveys on the remote: ``refs/sluice/survey/<group>/<base>``, one per watch group and base.
+"""The fleet's surveys on the remote: ``refs/sluice/survey/<pool>/<base>``, one per pool and base.
+
+Keyed by the pool, as the pause notes are: every host computes the same pool
+id for the same allowance, whatever address it reaches GitHub by, and what a
+pool's tokens may see of a repository is what its survey may say.
 
 What a survey says and when a host takes it are decided in
 :mod:`git_sluice.intake.survey` (pure). This module is the git side, for one
@@ -27,7 +31,7 @@ from ..clock import Clock
 from ..errors import SluiceError
 from ..repo import Repo
 from .git import CasUpdate, RECORD_EMAIL, RECORD_NAME, RemoteGit
-from .looks import RemoteLooks, look_key
+from .looks import SHARE_WINDOW, RemoteLooks, look_key
 
 log = logging.getLogger("git_sluice")
 
@@ -41,8 +45,8 @@ RECORD_TIME = 0
 """A survey holds no time (its age is never read from it), so its commit carries none."""
 
 
-def survey_ref(group: str, base: str) -> str:
-    return f"{SURVEY_PREFIX}{group}/{base}"
+def survey_ref(pool: str, base: str) -> str:
+    return f"{SURVEY_PREFIX}{pool}/{base}"
 
 
 class SurveyRemote:
@@ -65,10 +69,8 @@ class SurveyRemote:
 
     def look(self) -> bool:
         """Bring the remote's refs this tick, or take a look begun a moment ago; False when it failed."""
-        if self.looks.recent(self.key, needs=self.needs()) is not None:
-            return True
         try:
-            self.git.fetch(*self.refspecs)
+            self.looks.share_or_fetch(self.key, self.needs(), SHARE_WINDOW, lambda: self.git.fetch(*self.refspecs))
             return True
         except (SluiceError, OSError) as exc:
             log.info("could not look at %s for the fleet's survey: %s", self.remote_name, exc)
@@ -78,9 +80,9 @@ class SurveyRemote:
         """What this clone's look must bring: its ``refs/sluice/*`` and its driver's branches."""
         return [*self.git.sluice_refspecs(), *self.refspecs]
 
-    def current(self, group: str, base: str) -> str | None:
-        """The survey of ``base`` in ``group`` as last fetched (None when there is none)."""
-        return self.repo.ref(survey_ref(group, base))
+    def current(self, pool: str, base: str) -> str | None:
+        """The survey of ``base`` by ``pool`` as last fetched (None when there is none)."""
+        return self.repo.ref(survey_ref(pool, base))
 
     def read(self, oid: str) -> bytes | None:
         """The survey blob of commit ``oid``; None when it is not a survey-shaped object or too big."""
@@ -102,7 +104,7 @@ class SurveyRemote:
             except (ValueError, KeyError, pygit2.GitError):
                 return None
 
-    def publish(self, group: str, blobs: Mapping[str, bytes], *, expected: Mapping[str, str | None],
+    def publish(self, pool: str, blobs: Mapping[str, bytes], *, expected: Mapping[str, str | None],
                 repository: str, host: str) -> dict[str, str]:
         """Write each base's survey blob and push them in one connection, each over what the look saw
         there; the bases whose survey now stands on the remote, with its object id.
@@ -122,7 +124,7 @@ class SurveyRemote:
                 message = f"git-sluice survey of {repository} {base}\n\nHost: {host}\nSurvey-Version: 1\n"
                 made[base] = str(raw.create_commit(None, signature, signature, message, tree, []))
         stands = {base: oid for base, oid in made.items() if oid == expected.get(base)}
-        updates = [CasUpdate(survey_ref(group, base), oid, expected.get(base))
+        updates = [CasUpdate(survey_ref(pool, base), oid, expected.get(base))
                    for base, oid in sorted(made.items()) if base not in stands]
         if not updates:
             return stands
@@ -133,7 +135,7 @@ class SurveyRemote:
             return stands
         for update, outcome in zip(updates, outcomes):
             if outcome.won or outcome.up_to_date:
-                stands[update.ref[len(survey_ref(group, "")):]] = str(update.new)
+                stands[update.ref[len(survey_ref(pool, "")):]] = str(update.new)
             else:
                 log.info("the survey %s was not pushed (%s)", update.ref, outcome.reason)
         return stands

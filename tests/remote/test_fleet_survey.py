@@ -12,7 +12,6 @@ from typing import Any
 from git_sluice.commands.queue import read_queues
 from git_sluice.commands.roles import drive
 from git_sluice.intake.queue import QueueStore, to_document
-from git_sluice.intake.watchstore import group_of
 
 from tests.remote.test_fleet_roles import REPO, Fleet, fleet_factory, git, ready_pr  # noqa: F401 (the fixture)
 
@@ -94,7 +93,7 @@ def test_a_survey_in_the_holders_name_forged_by_another_is_not_taken_past_the_ho
     holder = fleet.holder().holder
     mirror = next(name for name in HOSTS[:2] if name != holder)
     path = fleet.hosts[mirror].path
-    ref = f"refs/sluice/survey/{group_of(sessions[holder].settings.api, sessions[holder].settings.graphql, sessions[holder].forge.pool)}/main"
+    ref = f"refs/sluice/survey/{sessions[holder].forge.pool}/main"
     oid = git("rev-parse", ref, cwd=path)
     survey = json.loads(git("cat-file", "-p", f"{oid}:survey.json", cwd=path))
     survey["items"], survey["readings"] = [], {}  # "nothing is open"
@@ -125,8 +124,7 @@ def test_garbage_where_a_survey_goes_is_reported_and_the_mirror_withdraws_as_bef
         assert session.forge.pool
     drive(sessions["host-a"], max_ticks=1, let_go=False)
     assert fleet.holder().holder == "host-a"
-    settings = sessions["host-a"].settings
-    ref = f"refs/sluice/survey/{group_of(settings.api, settings.graphql, sessions['host-a'].forge.pool)}/main"
+    ref = f"refs/sluice/survey/{sessions['host-a'].forge.pool}/main"
     path = fleet.hosts["host-a"].path
     garbage = git("commit-tree", git("write-tree", cwd=path), "-m", "not a survey", cwd=path)
     git("push", "-q", "--no-verify", "origin", f"+{garbage}:{ref}", cwd=path)
