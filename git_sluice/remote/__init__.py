@@ -1,10 +1,12 @@
-"""The only way to the git remote: lease refs and pause notes under ``refs/sluice/``.
+"""The only way to the git remote: lease refs, pause notes and surveys under ``refs/sluice/``.
 
 - :mod:`.git`      fetch / compare-and-swap push through the git CLI, porcelain parsing
 - :mod:`.lease`    the lease record and the pure take / renew / take-over decisions
 - :mod:`.observe`  first-seen times of lease objects, kept across processes and boots
 - :mod:`.leases`   :class:`LeaseKeeper`, the I/O side of the lease
 - :mod:`.notes`    pause notes: publish, merge, probe claim, close, adopt
+- :mod:`.surveys`  the lease holder's survey of a branch: a clone's look, reading one, pushing one
+- :mod:`.looks`    when this host last fetched each clone's remote (one look per host per tick)
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 # reader of ``remote.lease`` (``git sluice status``) never loads libgit2.
 _HOMES = {
     "INTERNAL_ENV": "git", "LEASE_REFSPEC": "git", "LEGACY_REFSPEC": "git", "TRACKING_PREFIX": "git",
+    "SURVEY_REFSPEC": "git", "tracking_refspecs": "git",
     "pause_refspec": "git", "sluice_refspecs": "git", "tracking_ref": "git", "CasUpdate": "git", "RefOutcome": "git",
     "RemoteGit": "git", "RemoteRefused": "git", "RemoteUnreachable": "git", "parse_porcelain": "git",
     "Decision": "lease", "LeaseRecord": "lease", "LeaseView": "lease", "Mark": "lease",
@@ -23,6 +26,8 @@ _HOMES = {
     "LeaseKeeper": "leases",
     "PauseNote": "notes", "PauseNotes": "notes", "PublishFailed": "notes", "merge": "notes", "pause_ref": "notes",
     "ObservationStore": "observe",
+    "SurveyRemote": "surveys", "survey_ref": "surveys",
+    "RemoteLooks": "looks", "look_key": "looks",
 }
 
 
@@ -33,28 +38,5 @@ def __getattr__(name: str) -> Any:
     return getattr(import_module(f".{home}", __name__), name)
 
 
-__all__ = [
-    "INTERNAL_ENV",
-    "SLUICE_REFSPEC",
-    "CasUpdate",
-    "Decision",
-    "LeaseKeeper",
-    "LeaseRecord",
-    "LeaseView",
-    "Mark",
-    "Observation",
-    "ObservationStore",
-    "PauseNote",
-    "PauseNotes",
-    "PublishFailed",
-    "RefOutcome",
-    "RemoteGit",
-    "RemoteRefused",
-    "RemoteUnreachable",
-    "decide",
-    "lease_ref",
-    "lease_view",
-    "merge",
-    "pause_ref",
-    "parse_porcelain",
-]
+__all__ = sorted(_HOMES)
+"""Every name the package gives, each from its home: ``from git_sluice.remote import *`` imports them all."""
