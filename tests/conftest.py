@@ -16,10 +16,8 @@ from pytest_git import GitRepo
 from tests.gitutil import git
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """The double's fixtures come from its ``pytest11`` entry point; an install older than it gets them here."""
-    if not config.pluginmanager.has_plugin("git_sluice_double"):
-        config.pluginmanager.import_plugin("git_sluice.double.pytest_plugin")
+pytest_plugins = ["git_sluice.double.pytest_plugin"]
+"""The double's fixtures (``github``, ``fake_clock``): opt-in, as for any project (docs/double.md)."""
 
 
 _LEAKY = (
