@@ -346,12 +346,12 @@ class HostWatch:
             new_repos[repository] = record
             interest = interests[repository]
             got = surveyed.get(repository)
-            if got is not None and got.surveys:
-                self._adopt(repository, interest, record, got.surveys, heads_doc, new_heads, tick, now, interval,
+            if got:
+                self._adopt(repository, interest, record, got, heads_doc, new_heads, tick, now, interval,
                             report)
             # what this tick asks GitHub: the bases a clone here takes in, and those only a wait follows
             # that no fresh survey said; never a base another host holds (its holder's survey says it)
-            asked = {b for b in interest.bases - interest.mirrors if got is None or b not in got.surveys}
+            asked = {b for b in interest.bases - interest.mirrors if got is None or b not in got}
             if not asked:
                 continue
             interest = reading[repository] = replace(
@@ -400,8 +400,8 @@ class HostWatch:
         return report
 
     # -- the fleet's surveys -------------------------------------------------
-    def _surveys(self, interests: Mapping[str, RepoInterest], now: float) -> dict[str, Found]:
-        """Per repository: one look at its remote, and the holders' surveys this tick takes there.
+    def _surveys(self, interests: Mapping[str, RepoInterest], now: float) -> dict[str, dict[str, sv.Survey]]:
+        """Per repository: one look at its remote, and the holders' surveys this tick takes there, by base.
 
         The look is the host's one fetch of the clone's ``refs/sluice/*`` this
         tick (its drivers take it as theirs). A base this host does not take
@@ -419,7 +419,7 @@ class HostWatch:
         except Exception as exc:  # the fleet's survey is an optimisation: never a reason for a tick to fail
             log.info("host watch: no clone remotes to look at (%s)", exc)
             return {}
-        out: dict[str, Found] = {}
+        out: dict[str, dict[str, sv.Survey]] = {}
         for repository in sorted(interests):
             clones = remotes.get(repository)
             if not clones:
@@ -428,23 +428,22 @@ class HostWatch:
             try:
                 place = self.surveys(clones[0])
                 if not place.look():
-                    out[repository] = Found(None, {}, {})
+                    out[repository] = {}
                     continue
-                remote = {b: place.current(pool, b) for b in sorted(interest.bases)}
                 surveys: dict[str, sv.Survey] = {}
                 for base in sorted(interest.bases - interest.held):
-                    oid = remote[base]
+                    oid = place.current(pool, base)
                     survey = self._survey_of(place, oid, repository, base) if oid is not None else None
                     if survey is not None and oid is not None:
                         survey.oid = oid
                     if survey is not None and sv.adoptable(survey, interest.holders.get(base)):
                         surveys[base] = survey
-                out[repository] = Found(place, surveys, remote)
+                out[repository] = surveys
             except (Interrupted, CredentialsRefused):
                 raise
             except Exception as exc:  # a hostile or broken remote costs this host its fleet's answers, no more
                 log.warning("host watch: the fleet's surveys of %s could not be read (%s)", repository, exc)
-                out[repository] = Found(None, {}, {})
+                out[repository] = {}
         return out
 
     @staticmethod
@@ -1036,17 +1035,6 @@ def _store_listing(
         "moved": moved,
     }
 
-
-
-@record(frozen=True)
-class Found:
-    """What one look at a repository's remote found: where its surveys are, the surveys this tick
-    takes (of bases another host holds), and every watched base's survey object there (what a push
-    of a new one expects)."""
-
-    place: sv.SurveyPlace | None
-    surveys: dict[str, sv.Survey]
-    remote: dict[str, str | None]
 
 
 def _mode_of(record: Mapping[str, Any]) -> w.RepoMode:
