@@ -851,6 +851,7 @@ class HostWatch:
             pending = following
         for target in pending:
             gathered[(target.repository, target.base)].error = "more pages than the watch follows"
+        lessons: dict[str, tuple[w.RepoMode, tuple[Any, ...] | None]] = {}
         for repository in repositories:
             record = new_repos[repository]
             mode = _mode_of(record)
@@ -870,14 +871,15 @@ class HostWatch:
             for base, answer in zip(bases, got):
                 old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
                 _store_listing(record, base, answer, known[(repository, base)], old, tick, rollups)
-            after = w.after_graphql(mode, got[0].fingerprint if got else None)
+            lessons[repository] = (mode, got[0].fingerprint if got else None)
             record["active_tick"] = tick  # on GraphQL because its repository is busy
-            record.update({
+            self._heads_from_rollups(repository, interests[repository], rollups, heads_doc, new_heads, tick, now,
+                                     interval, report)
+        for repository, after in w.after_graphql_tick(lessons, query_goes_anyway=bool(riding)).items():
+            new_repos[repository].update({
                 "mode": after.mode, "still": after.still, "rebasing": after.rebasing,
                 "fingerprint": list(after.fingerprint) if after.fingerprint is not None else None,
             })
-            self._heads_from_rollups(repository, interests[repository], rollups, heads_doc, new_heads, tick, now,
-                                     interval, report)
         for repository in sorted(riding):
             ridden = gathered.get((repository, ""))
             if ridden is None or ridden.error is not None:

@@ -122,6 +122,28 @@ def after_graphql(mode: RepoMode, fingerprint: tuple[Any, ...] | None) -> RepoMo
     return RepoMode(mode="graphql", still=still, fingerprint=fingerprint)
 
 
+def after_graphql_tick(
+    ticks: Mapping[str, tuple[RepoMode, tuple[Any, ...] | None]], *, query_goes_anyway: bool
+) -> dict[str, RepoMode]:
+    """Every GraphQL repository's lesson from one tick, together: a repository whose fingerprint stood
+    still long enough goes back to REST only when the tick's query would no longer be sent for it.
+
+    While the query goes anyway — another repository is still busy, or waiting heads ride in it —
+    a quiet repository rides along for nothing (a repository adds nothing to the query's point),
+    where going back to REST would cost a 200 to renew its list's ETag, and another each time the
+    next push or star in it sends it back: at 10 repositories with production activity, about
+    one counted call a tick (issue 29). When every repository stood still and nothing rides, they
+    go back to REST together.
+    """
+    afters = {r: after_graphql(mode, fingerprint) for r, (mode, fingerprint) in ticks.items()}
+    if not query_goes_anyway and all(a.mode == "rest" for a in afters.values()):
+        return afters
+    return {
+        r: RepoMode(mode="graphql", still=QUIET_TICKS - 1, fingerprint=ticks[r][1]) if a.mode == "rest" else a
+        for r, a in afters.items()
+    }
+
+
 # ------------------------------------------------------------- waiting heads
 
 

@@ -451,3 +451,22 @@ def test_the_slot_after_a_tick_is_never_due_at_once(now: float, interval: float,
     at = w.slot_after_tick(now, interval, phase)
     assert not w.due(at, now)
     assert now + w.SLACK < at <= now + interval + w.SLACK + 1e-6
+
+
+def test_a_quiet_repository_rides_the_query_while_it_goes_anyway_and_all_go_back_to_rest_together() -> None:
+    """Issue 29: going back to REST costs a 200 (and another at the next push); riding along costs nothing."""
+    from git_sluice.intake.watch import QUIET_TICKS, RepoMode, after_graphql_tick
+
+    fp, busy = ("a", 1), ("b", 2)
+    quiet = RepoMode(mode="graphql", still=QUIET_TICKS - 1, fingerprint=fp)
+    moving = RepoMode(mode="graphql", still=0, fingerprint=("b", 1))
+    out = after_graphql_tick({"o/quiet": (quiet, fp), "o/busy": (moving, busy)}, query_goes_anyway=False)
+    assert out["o/quiet"].mode == "graphql" and out["o/quiet"].still == QUIET_TICKS - 1
+    assert out["o/busy"] == RepoMode(mode="graphql", still=0, fingerprint=busy)
+    # waiting heads ride in the query: it goes anyway
+    alone = after_graphql_tick({"o/quiet": (quiet, fp)}, query_goes_anyway=True)
+    assert alone["o/quiet"].mode == "graphql"
+    # every repository stood still and nothing rides: back to REST, together
+    both = after_graphql_tick({"o/a": (quiet, fp), "o/b": (RepoMode(mode="graphql", still=QUIET_TICKS - 1,
+                                                                 fingerprint=busy), busy)}, query_goes_anyway=False)
+    assert all(m.mode == "rest" and m.rebasing for m in both.values())
