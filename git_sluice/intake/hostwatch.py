@@ -480,21 +480,11 @@ class HostWatch:
                 "readings": {str(n): reading_json(r) for n, r in survey.readings.items()},
             }
             listed = {i.number: i.updated_at for i in items}
-            states = sv.head_states(survey)
-            for head in sorted(interest.heads.values(), key=lambda h: h.number):
-                if head.base != base:
-                    continue
-                key = f"{repository} {head.sha}"
-                rec = _head_of(heads_doc.get(key))
-                if head.sha not in states:
-                    new_heads[key] = _head_json(rec)
-                    continue
-                state = states[head.sha]
-                moved = state != rec.state if rec.seen else w.first_look_moved(head.checks_state, state)
-                new_heads[key] = _head_json(w.after_head(
-                    rec, state=state, moved=moved, tick=tick, now=now, interval=interval,
-                    updated_at=listed.get(head.number, head.updated_at),
-                ))
+            heads = {sha: replace(h, updated_at=listed.get(h.number, h.updated_at))
+                     for sha, h in interest.heads.items() if h.base == base}
+            # a head the survey does not say is left as it was: this host asks nothing of a base it does not hold
+            self._heads_from_rollups(repository, replace(interest, heads=heads), sv.head_states(survey), heads_doc,
+                                     new_heads, tick, now, interval, report, asked=False)
             adopted = field_map(record, "adopted")
             if adopted.get(base) != survey.oid:  # a new survey: something moved there, as a list's 200 says
                 record["active_tick"] = tick
@@ -914,9 +904,10 @@ class HostWatch:
     def _heads_from_rollups(
         self, repository: str, interest: RepoInterest, rollups: Mapping[str, str | None], heads_doc: Mapping[str, Any],
         new_heads: dict[str, Any], tick: int, now: float, interval: float, report: TickReport,
-        only: set[str] | None = None,
+        only: set[str] | None = None, asked: bool = True,
     ) -> None:
-        """Each watched head's record after the query: moved when its rollup differs from the last one seen."""
+        """Each watched head's record after the query (or a holder's survey, ``asked`` False: no call of
+        this host's): moved when its rollup differs from the last one seen."""
         for head in interest.heads.values():
             if only is not None and head.sha not in only:
                 continue
@@ -930,7 +921,7 @@ class HostWatch:
             new_heads[key] = _head_json(w.after_head(
                 rec, state=state, moved=moved, tick=tick, now=now, interval=interval, updated_at=head.updated_at
             ))
-            report.heads_asked += 1
+            report.heads_asked += 1 if asked else 0
 
 
 # ----------------------------------------------------------------- helpers
