@@ -72,9 +72,13 @@ def project(
         return None
     if observed_at > now + 60 or observed_at < reset - WINDOW - 300:
         return None  # read in an earlier window (or from a clock that jumped): says nothing of this one
-    elapsed = max(MIN_ELAPSED, observed_at - (reset - WINDOW))
+    # The rate runs to *now*, not to the reading: a host that read its headers during a burst (a
+    # fresh host's first look at 5,000 requests) and has not called that resource since knows of no
+    # later spend, and a rate frozen at the burst held its tick stretched ×4 for the rest of the hour.
+    known = max(observed_at, min(now, reset))
+    elapsed = max(MIN_ELAPSED, known - (reset - WINDOW))
     rate = used / elapsed
-    projected = int(round(used + rate * max(0.0, reset - observed_at)))
+    projected = int(round(used + rate * max(0.0, reset - known)))
     share = projected / limit
     return Pace(pool, resource, int(used), int(limit), float(reset), projected, share, stretch_for(share))
 

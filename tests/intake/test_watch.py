@@ -470,3 +470,15 @@ def test_a_quiet_repository_rides_the_query_while_it_goes_anyway_and_all_go_back
     both = after_graphql_tick({"o/a": (quiet, fp), "o/b": (RepoMode(mode="graphql", still=QUIET_TICKS - 1,
                                                                  fingerprint=busy), busy)}, query_goes_anyway=False)
     assert all(m.mode == "rest" and m.rebasing for m in both.values())
+
+
+def test_a_burst_long_past_stops_stretching_the_tick() -> None:
+    """A fresh host's first look spends in a burst; with no call since, the rate runs to now, not to the burst."""
+    start = 10_000.0
+    reset = start + pacing.WINDOW
+    burst = pacing.project(pool="p", resource="core", limit=5000, used=800, reset=reset, observed_at=start + 60,
+                           now=start + 60)
+    assert burst is not None and burst.stretched  # 800 in the first minute: ~9,600 at that rate
+    later = pacing.project(pool="p", resource="core", limit=5000, used=800, reset=reset, observed_at=start + 60,
+                           now=start + 1200)
+    assert later is not None and later.projected == 2400 and not later.stretched
