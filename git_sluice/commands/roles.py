@@ -101,7 +101,8 @@ def drive(
             # a look of this host's within half a tick (the watch's, at its tick) is this tick's look
             fetch_and_adopt(session, *branch_refspecs(session, chosen), share=max(SHARE_WINDOW, tick / 2))
             try:
-                views = keeper.ensure(chosen, fetch=False)
+                # a renewal just due waits for the tick's end, in the survey's push when one goes
+                views = keeper.ensure(chosen, fetch=False, defer=tick)
                 state.failures_said.pop("", None)
             except (RemoteUnreachable, RemoteRefused) as exc:
                 if isinstance(exc, RemoteRefused):
@@ -140,9 +141,11 @@ def drive(
                         elif report.outcome == "unleased":
                             state.say_once(branch, report.summary(), say)
                 # the heads these rounds queued as waiting: their baseline now; then what this host took
-                # in, for the hosts that mirror it (one push, where it changed)
+                # in, for the hosts that mirror it (one push, where it changed, carrying the renewals
+                # the next tick would push)
                 tick_watch(session, chosen)
-                publish_surveys(session, chosen)
+                publish_surveys(session, chosen, keeper=keeper)
+                _renew_due(keeper, held, state, say)
             except CredentialsRefused as exc:
                 until = refusal.refused(session.clock.time())
                 say(f"{exc}; asking GitHub nothing until {local_time(until)}, then reading the credentials again")
@@ -155,6 +158,16 @@ def drive(
         if held and let_go:
             _let_go(keeper, held, say)
     return state
+
+
+def _renew_due(keeper: LeaseKeeper, held: set[str], state: DriverState, say: Say) -> None:
+    """The tick's last push: the renewals no survey carried (one push, or none)."""
+    if not held:
+        return
+    try:
+        keeper.renew_due(sorted(held))
+    except (RemoteUnreachable, RemoteRefused) as exc:
+        state.say_once("", f"could not renew the lease ({exc}); the next tick tries again", say)
 
 
 def _let_go(keeper: LeaseKeeper, held: set[str], say: Say) -> None:

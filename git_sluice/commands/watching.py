@@ -168,7 +168,7 @@ SURVEYED_FILE = "surveyed.json"
 """Per base this clone surveys for the fleet: what it last pushed, and what that was built from."""
 
 
-def publish_surveys(session: Session, branches: Sequence[str]) -> list[str]:
+def publish_surveys(session: Session, branches: Sequence[str], *, keeper: LeaseKeeper | None = None) -> list[str]:
     """After this clone's rounds: push the surveys of the branches it holds, where they changed.
 
     A survey is built from the host watch's answers and the queue the rounds
@@ -176,7 +176,8 @@ def publish_surveys(session: Session, branches: Sequence[str]) -> list[str]:
     lists comes with its reading. Nothing is built while neither moved since
     the last push (the watch's list and heads, the queue file, the survey on
     the remote), and an unchanged survey is not pushed again: a quiet branch
-    costs the remote nothing. One push for all of them; returns the bases pushed.
+    costs the remote nothing. One push for all of them, carrying ``keeper``'s lease renewals that
+    are due (a driver holds them to its tick's end for this push); returns the bases pushed.
     """
     watch = session.watch
     if not isinstance(watch, HostWatch) or watch.surveys is None or watch.pool is None:
@@ -207,8 +208,13 @@ def publish_surveys(session: Session, branches: Sequence[str]) -> list[str]:
         pushed: dict[str, str] = {}
         if fresh:
             place = _survey_places(session)(clone_remote(session, branches))
-            pushed = place.publish(pool, fresh, expected={b: due[b][1] for b in fresh},
-                                   repository=session.settings.repository, host=session.settings.host)
+            riders = keeper.riders(held) if keeper is not None else None
+            done = place.publish(pool, fresh, expected={b: due[b][1] for b in fresh},
+                                 repository=session.settings.repository, host=session.settings.host,
+                                 riders=riders.updates if riders is not None else ())
+            pushed = done.stands
+            if keeper is not None and riders is not None:
+                keeper.rode(riders, done.riders)
         with memory.update() as data:
             for base, blob in blobs.items():
                 oid = pushed.get(base) if base in fresh else due[base][1]

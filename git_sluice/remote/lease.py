@@ -219,6 +219,7 @@ def decide(
     now_mono: float,
     lease: float,
     last_renewed: float | None,
+    defer: float = 0.0,
 ) -> Decision:
     """Take, renew, take over, hold, defer or do nothing about one mark.
 
@@ -230,7 +231,10 @@ def decide(
       wait's mark may be taken by any driver). A wait on a host whose driver
       holds the mark leaves renewing to the driver until two thirds have
       passed, and then keeps the role "driver", so a live driver's mark is
-      never turned into a wait's that others may take at once.
+      never turned into a wait's that others may take at once. A renewal
+      due for less than ``defer`` seconds is held: a driver pushes it at the
+      end of its tick, in the push of the fleet's survey when one goes, so a
+      tick costs the remote one push (issue 29).
     - another host's mark: a driver takes a wait's mark at once; anyone (but a
       step, which never writes) takes a mark that this host has seen unchanged
       for the mark's whole lease (``observed_for``), garbage for this host's own
@@ -258,8 +262,10 @@ def decide(
         if last_renewed is None:
             return Decision("renew", "this host's mark, last written at an unknown time", write_role)
         since = now_mono - last_renewed
-        if since >= threshold:
+        if since >= threshold + max(0.0, defer):
             return Decision("renew", f"this host's mark, last written {_ago(since)} ago", write_role)
+        if since >= threshold:
+            return Decision("hold", f"this host's mark, written {_ago(since)} ago: renewed at the tick's end")
         return Decision("hold", f"this host's mark, written {_ago(since)} ago")
     holder = record.holder if record is not None else "an unknown holder (not a lease record)"
     mark_lease = judged_lease(record, lease)

@@ -62,6 +62,14 @@ class _Assessment:
     decision: Decision
 
 
+@record(frozen=True)
+class Riders:
+    """Lease renewals to push in another push; ``started`` is before it began (monotonic), as ensure's."""
+
+    updates: list[CasUpdate]
+    started: float
+
+
 class LeaseKeeper:
     """Holds (or defers on) the intake lease of some branches for one host in one role."""
 
@@ -128,7 +136,7 @@ class LeaseKeeper:
         record = LeaseRecord.parse(message) if message is not None else None
         return Mark(oid, record)
 
-    def _assess(self, branches: Sequence[str]) -> dict[str, _Assessment]:
+    def _assess(self, branches: Sequence[str], *, defer: float = 0.0) -> dict[str, _Assessment]:
         oids = {lease_ref(b): self.repo.ref(lease_ref(b)) for b in branches}
         seen = self.observations.observe_many(oids)
         now = self.clock.monotonic()
@@ -148,6 +156,7 @@ class LeaseKeeper:
                 now_mono=now,
                 lease=self.lease,
                 last_renewed=written,
+                defer=defer,
             )
             view = lease_view(
                 branch=branch,
@@ -180,10 +189,12 @@ class LeaseKeeper:
             return mark.record.renewed(role=role, lease=self.lease, version=self.version)
         return LeaseRecord(self.host, role, self.lease, 0, self.version)
 
-    def ensure(self, branches: Sequence[str], *, fetch: bool = True) -> dict[str, LeaseView]:
+    def ensure(self, branches: Sequence[str], *, fetch: bool = True, defer: float = 0.0) -> dict[str, LeaseView]:
         """Take, renew or take over what the decisions say, in one push; return the views.
 
-        ``fetch=False`` when the caller fetched ``refs/sluice/*`` just before.
+        ``fetch=False`` when the caller fetched ``refs/sluice/*`` just before. ``defer``:
+        renewals due for less than that are left for the caller's push at the end of its tick
+        (a driver's: :meth:`riders`, then ``ensure`` again).
         A lost race (or an unreported outcome) fetches once and reads again; the
         next call decides afresh. :class:`RemoteUnreachable` propagates with
         nothing assumed won; :class:`RemoteRefused` is raised after the wins of
@@ -194,7 +205,7 @@ class LeaseKeeper:
         branches = list(dict.fromkeys(branches))
         if fetch:
             self.remote.fetch()
-        assessed = self._assess(branches)
+        assessed = self._assess(branches, defer=defer)
         wanted = [a for a in assessed.values() if a.decision.writes and self.role in MARK_ROLES]
         if not wanted:
             return {b: a.view for b, a in assessed.items()}
@@ -247,6 +258,41 @@ class LeaseKeeper:
             branch = next(iter(blocked))
             raise RemoteRefused(self.remote.remote, lease_ref(branch), blocked[branch], views=views)
         return views
+
+    def riders(self, branches: Sequence[str]) -> Riders:
+        """The renewals of this host's own marks that are due, for a push going anyway (the survey's).
+
+        Only renewals ride: a take or a take-over is the tick's own push, after its
+        own look (issue 29: about one push a minute per repository for the fleet).
+        """
+        from .git import CasUpdate
+
+        if self.role not in MARK_ROLES:
+            return Riders([], self.clock.monotonic())
+        started = self.clock.monotonic()
+        updates = []
+        for assessment in self._assess(list(dict.fromkeys(branches))).values():
+            if assessment.decision.action != "renew" or assessment.mark is None:
+                continue
+            record = self._record_for(assessment)
+            oid = self.remote.write_record(record.to_message(assessment.branch), when=RECORD_TIME)
+            updates.append(CasUpdate(lease_ref(assessment.branch), oid, assessment.mark.oid))
+        return Riders(updates, started)
+
+    def rode(self, riders: Riders, outcomes: Sequence[RefOutcome]) -> None:
+        """Record the renewals that won in another push, as :meth:`ensure` records its own."""
+        won = {u.ref: u.new for u, o in zip(riders.updates, outcomes) if o.won}
+        if won:
+            self.observations.wrote(won, at=riders.started)
+
+    def renew_due(self, branches: Sequence[str]) -> None:
+        """Push the renewals still due (none rode a push this tick), nothing else: a driver's tick's end.
+
+        A lost race or a refusal is left to the next tick's look and :meth:`ensure`, which decide afresh.
+        """
+        riders = self.riders(branches)
+        if riders.updates:
+            self.rode(riders, self.remote.push_cas(riders.updates))
 
     def release(self, branches: Sequence[str]) -> None:
         """Delete this host's marks of this role (CAS on the object id last seen).

@@ -30,7 +30,8 @@ from pathlib import Path
 from ..clock import Clock
 from ..errors import SluiceError
 from ..repo import Repo
-from .git import CasUpdate, RECORD_EMAIL, RECORD_NAME, RemoteGit
+from ..records import record
+from .git import CasUpdate, RECORD_EMAIL, RECORD_NAME, RefOutcome, RemoteGit
 from .looks import SHARE_WINDOW, RemoteLooks, look_key
 
 log = logging.getLogger("git_sluice")
@@ -43,6 +44,14 @@ MAX_BLOB = 16 * 1024 * 1024
 
 RECORD_TIME = 0
 """A survey holds no time (its age is never read from it), so its commit carries none."""
+
+
+@record(frozen=True)
+class Publication:
+    """What a survey push left standing (base -> object id), and how the lease renewals it carried fared."""
+
+    stands: dict[str, str]
+    riders: list[RefOutcome]
 
 
 def survey_ref(pool: str, base: str) -> str:
@@ -105,12 +114,14 @@ class SurveyRemote:
                 return None
 
     def publish(self, pool: str, blobs: Mapping[str, bytes], *, expected: Mapping[str, str | None],
-                repository: str, host: str) -> dict[str, str]:
+                repository: str, host: str, riders: Sequence[CasUpdate] = ()) -> Publication:
         """Write each base's survey blob and push them in one connection, each over what the look saw
         there; the bases whose survey now stands on the remote, with its object id.
 
-        The commit's time is fixed (:data:`RECORD_TIME`), as a lease record's is: the same survey is
-        the same object, never new garbage on the remote."""
+        ``riders`` (the holder's lease renewals coming due) go in the same push when one goes at all,
+        never alone: one push a tick per repository carries both. The commit's time is fixed
+        (:data:`RECORD_TIME`), as a lease record's is: the same survey is the same object, never new
+        garbage on the remote."""
         import pygit2
 
         made: dict[str, str] = {}
@@ -127,15 +138,15 @@ class SurveyRemote:
         updates = [CasUpdate(survey_ref(pool, base), oid, expected.get(base))
                    for base, oid in sorted(made.items()) if base not in stands]
         if not updates:
-            return stands
+            return Publication(stands, [])
         try:
-            outcomes = self.git.push_cas(updates)
+            outcomes = self.git.push_cas([*updates, *riders])
         except (SluiceError, OSError) as exc:
             log.info("could not publish the survey of %s: %s", repository, exc)
-            return stands
+            return Publication(stands, [])
         for update, outcome in zip(updates, outcomes):
             if outcome.won or outcome.up_to_date:
                 stands[update.ref[len(survey_ref(pool, "")):]] = str(update.new)
             else:
                 log.info("the survey %s was not pushed (%s)", update.ref, outcome.reason)
-        return stands
+        return Publication(stands, list(outcomes[len(updates):]))

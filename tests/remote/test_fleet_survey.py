@@ -134,3 +134,34 @@ def test_garbage_where_a_survey_goes_is_reported_and_the_mirror_withdraws_as_bef
     doc = QueueStore(fleet.hosts["host-b"].repo.sluice_dir).load("main")
     assert doc.entries == {} and doc.withdrawn_by == "host-a"
     assert "is not a survey" in caplog.text
+
+
+def test_the_holders_renewal_rides_its_survey_push_so_the_fleet_pushes_once_a_tick(fleet_factory, monkeypatch) -> None:
+    """Issue 29: at most about one push a minute per repository for the whole fleet. The lease holder
+    renews a third of its lease after its last write; when its survey goes at the end of a tick, the
+    renewal coming due before the next tick rides in it, and that tick pushes nothing of its own."""
+    from git_sluice.remote.git import RemoteGit
+
+    fleet = fleet_factory(HOSTS, lease="180s")  # the driver ticks every 60 s, a third of the lease
+    waiting = [waiting_pr(fleet, f"w{i}") for i in range(2)]
+    sessions = {name: fleet.session(name) for name in HOSTS}
+    for session in sessions.values():
+        assert session.forge.pool
+    ticks(fleet, sessions, 3)
+    pushes: list[tuple[str, ...]] = []
+    real = RemoteGit.push_cas
+
+    def counted(self: RemoteGit, updates: Any) -> Any:
+        pushes.append(tuple(u.ref for u in updates))
+        return real(self, updates)
+
+    monkeypatch.setattr(RemoteGit, "push_cas", counted)
+    for k in range(6):
+        fleet.gh.review(REPO, waiting[k % 2], "carol", "COMMENTED")  # the survey moves every tick
+        ticks(fleet, sessions, 1)
+    # every tick's survey went, and every push of the fleet was the holder's one push of that tick
+    assert len(pushes) == 6, pushes
+    assert all(any(r.startswith("refs/sluice/survey/") for r in refs) for refs in pushes), pushes
+    assert sum(any(r.startswith("refs/sluice/intake/") for r in refs) for refs in pushes) >= 2, pushes
+    record = fleet.holder()
+    assert record.holder in HOSTS and record.renewal >= 3  # renewed every tick or every other: never lapsed

@@ -258,6 +258,27 @@ def test_decide_safety_properties(role, the_mark, observed_for, since, lease) ->
                 assert decision.write_role == "driver"  # never demote a live driver's mark
 
 
+@given(since=st.floats(min_value=0, max_value=2 * LEASE, allow_nan=False),
+       defer=st.floats(min_value=0, max_value=LEASE / 3, allow_nan=False))
+def test_a_deferred_renewal_waits_for_the_ticks_end_and_only_a_renewal_waits(since: float, defer: float) -> None:
+    """Issue 29: a driver renews its own mark at its tick's end (in the survey's push) unless the
+    renewal is already ``defer`` past due; nothing else is ever deferred."""
+    decision = decide(me=ME, role="driver", mark=mark(record()), observed_for=None, now_mono=NOW, lease=LEASE,
+                      last_renewed=NOW - since, defer=defer)
+    if since >= LEASE / 3 + defer:
+        assert decision.action == "renew"
+    else:
+        assert decision.action == "hold"
+        if since >= LEASE / 3:
+            assert "tick's end" in decision.reason
+    for the_mark, observed in ((None, None), (mark(record(OTHER)), LEASE), (mark(record(OTHER, "wait")), 0.0)):
+        plain = decide(me=ME, role="driver", mark=the_mark, observed_for=observed, now_mono=NOW, lease=LEASE,
+                       last_renewed=None)
+        later = decide(me=ME, role="driver", mark=the_mark, observed_for=observed, now_mono=NOW, lease=LEASE,
+                       last_renewed=None, defer=defer)
+        assert plain == later  # a take or a take-over is never put off
+
+
 # --- views ---------------------------------------------------------------------
 
 
