@@ -5,20 +5,14 @@ its start-up counts (issue 15): click and its command tree were a tenth of a
 quiet round's CPU. :mod:`.fast` runs the plain spellings (``--json``,
 ``--wait``, ``--timeout``, ``-v``) through :func:`run_intake`; the click
 command (:mod:`.intake_cmd`) calls the same function, so both print the same.
-Standard library only at import.
+Standard library (and the errors, which are) only at import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-
-class UnknownBranches(Exception):
-    """``-b`` named branches neither configured nor known on the remote (click reports it as a bad parameter)."""
-
-    def __init__(self, branches: Sequence[str], remote: str) -> None:
-        self.branches, self.remote = list(branches), remote
-        super().__init__(f"{', '.join(branches)}: no such branch on {remote}")
+from ..errors import UnknownBranches as UnknownBranches
 
 
 def setup_logging(verbose: bool = False) -> None:

@@ -41,7 +41,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SluiceError
+from ..errors import SetupRefused as SetupRefused
 from ..gitcli import parse_version
 from ..records import record
 from ..remote.git import LEGACY_REFSPEC
@@ -58,12 +58,6 @@ MANIFEST_NAME = "setup.json"
 CONFIG_HOOKS_SINCE: tuple[int, int] = (2, 54)
 CONFIG_HOOK_PREFIX = "sluice-"
 LEGACY_SUFFIX = ".legacy"
-
-
-class SetupRefused(SluiceError):
-    """Setup will not touch something it could not put back, or that would not work."""
-
-    exit_code = 2
 
 
 @record

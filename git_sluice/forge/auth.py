@@ -32,24 +32,14 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..clock import Clock
-from ..errors import CredentialsRefused, SluiceError
+from ..errors import AppAuthError as AppAuthError
+from ..errors import CredentialsRefused
+from ..errors import NoCredentials as NoCredentials
 from ..records import record
 from .tokencache import SharedTokens
 from .wire import transport_for
 
 log = logging.getLogger("git_sluice")
-
-
-class NoCredentials(SluiceError):
-    """No token could be found anywhere git-sluice looks."""
-
-    exit_code = 2
-
-
-class AppAuthError(SluiceError):
-    """The GitHub App could not be authenticated (key unreadable, exchange refused)."""
-
-    exit_code = 2
 
 
 def token_digest(token: str) -> str:

@@ -34,6 +34,7 @@ from typing import Literal, TypeVar
 
 from .. import paths
 from ..clock import Clock
+from ..errors import HostStoreCorrupt as _Corrupt
 from ..errors import HostStoreError as HostStoreError
 from ..records import record
 from . import gate, rules
@@ -172,10 +173,6 @@ class BudgetRow:
 
 
 PermitCheck = Literal["ok", "gone", "fenced"]
-
-
-class _Corrupt(Exception):
-    """The file is not (or no longer) a usable database."""
 
 
 class HostStore:
