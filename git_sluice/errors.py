@@ -18,7 +18,6 @@ every message says what happened and what a person can do about it.
     ├── UsageError                  2  the command was called wrongly
     │   ├── NotARepository          2  started outside a git repository
     │   ├── UnknownBranch           2  -b names a branch neither configured nor on the remote
-    │   ├── UnknownBranches         2  the same, for intake (click reports it as a bad parameter)
     │   └── AlreadyDriving          2  a second driver in one clone
     ├── ForgeError                     GitHub could not give an answer to use
     │   ├── ForgeUnavailable           the address failed; not asked again until ``until``
@@ -188,22 +187,18 @@ class NotARepository(UsageError):
 
 
 class UnknownBranch(UsageError):
-    """A branch asked for by ``-b`` that is neither configured, known on the remote nor ever taken in."""
+    """Branches asked for by ``-b`` that are nowhere the command looked (a typo, most likely).
 
-    def __init__(self, branches: Sequence[str], remote: str) -> None:
-        self.branches = list(branches)
-        super().__init__(
-            f"-b/--branch {', '.join(branches)}: no such branch on {remote} "
-            "(not in sluice.branch, not fetched, never taken in)"
-        )
+    ``looked`` says where that was (each command looks in its own places: the
+    queue also counts a branch ever taken in); ``detail`` is the message
+    without the option's name, for click's own "Invalid value for -b/--branch".
+    """
 
-
-class UnknownBranches(UsageError):
-    """``-b`` named branches neither configured nor known on the remote (click reports it as a bad parameter)."""
-
-    def __init__(self, branches: Sequence[str], remote: str) -> None:
+    def __init__(self, branches: Sequence[str], remote: str,
+                 looked: str = "not in sluice.branch, not fetched, never taken in") -> None:
         self.branches, self.remote = list(branches), remote
-        super().__init__(f"{', '.join(branches)}: no such branch on {remote}")
+        self.detail = f"{', '.join(branches)}: no such branch on {remote}"
+        super().__init__(f"-b/--branch {self.detail} ({looked})")
 
 
 class AlreadyDriving(UsageError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..errors import UnknownBranches as UnknownBranches
+from ..errors import UnknownBranch
 
 
 def setup_logging(verbose: bool = False) -> None:
@@ -37,7 +37,7 @@ def setup_logging(verbose: bool = False) -> None:
 
 def run_intake(branches: Sequence[str], wait: bool, timeout: float | None, as_json: bool, verbose: bool,
                echo: Callable[[str], None]) -> None:
-    """One round per branch, then what each did through ``echo``; raises :class:`UnknownBranches` on a typo."""
+    """One round per branch, then what each did through ``echo``; raises :class:`UnknownBranch` on a typo."""
     from ..commands.session import open_session
     from ..commands.step import run_rounds, unknown_branches
     from ..commands.stopper import Stopper
@@ -50,7 +50,7 @@ def run_intake(branches: Sequence[str], wait: bool, timeout: float | None, as_js
     with Countdown() as countdown, open_session(on_wait=countdown, cancel=stopper.event) as session:
         unknown = unknown_branches(session, branches)
         if unknown:
-            raise UnknownBranches(unknown, session.settings.remote)
+            raise UnknownBranch(unknown, session.settings.remote, looked="not in sluice.branch, not on the remote")
         deadline = session.clock.time() + timeout if timeout is not None else None
         reports = run_rounds(session, list(branches) or None, reason="intake", wait=wait, deadline=deadline)
     if as_json:

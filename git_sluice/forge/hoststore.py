@@ -487,7 +487,7 @@ class HostStore:
                 permit_id = os.urandom(16).hex()  # as uuid4().hex, without importing uuid
                 if enforce:
                     decision = gate.acquire(state, now, permit_id, now + deadline)
-                    if isinstance(decision, gate.Wait) and decision.reason == "paused":
+                    if isinstance(decision, gate.Deferred) and decision.reason == "paused":
                         self._count(conn, pool, resource, "held")
                 else:
                     import copy
@@ -503,7 +503,7 @@ class HostStore:
                         self._count(conn, pool, resource, f"would_hold_{decision.reason}")
                         decision = gate.Grant("normal", state.epoch - 1)
                 self._save(conn, pool, resource, state, now)
-            if isinstance(decision, gate.Wait):
+            if isinstance(decision, gate.Deferred):
                 return Wait(pool, resource, decision.until, decision.reason)
             return Permit(permit_id, pool, resource, decision.epoch, decision.kind, now + deadline, enforce)
 
