@@ -37,6 +37,7 @@ from ..clock import Clock
 from ..errors import HostStoreCorrupt as _Corrupt
 from ..errors import HostStoreError as HostStoreError
 from ..records import record
+from ..statefile import FileLock, LockTimeout
 from . import gate, rules
 
 log = logging.getLogger("git_sluice")
@@ -307,10 +308,9 @@ class HostStore:
 
     def _recover(self, why: str) -> None:
         """Move a corrupt file aside (once, even with many processes at it) and start afresh."""
-        import filelock  # only here: status and the hooks' readers never pay for its import
-
         self._disconnect()
-        lock = filelock.FileLock(str(self.path) + ".recover.lock", timeout=self.busy_timeout)
+        # statefile's lock: the same flock on the same file the filelock package took here before
+        lock = FileLock(str(self.path) + ".recover.lock", timeout=self.busy_timeout)
         try:
             with lock:
                 try:
@@ -342,7 +342,7 @@ class HostStore:
                         f"the host state file {self.path} cannot be created afresh ({exc}); "
                         "check the disk and the directory"
                     ) from None
-        except filelock.Timeout:
+        except LockTimeout:
             raise HostStoreError(
                 f"could not take {lock.lock_file} within {self.busy_timeout:g} s to recover the corrupt "
                 f"host state file {self.path}; remove the lock file if no git-sluice process is running"
