@@ -31,13 +31,11 @@ ALLOWED: dict[str, int] = {
     "commands/roles.py:wait_for": 80,
     "intake/watch.py:build_watch_query": 74,
     "intake/hostwatch.py:HostWatch._tick": 74,
-    "commands/setup.py:install": 74,
     "commands/session.py:open_session": 70,
     "remote/leases.py:LeaseKeeper.ensure": 67,
     "commands/roles.py:_follow_alone": 67,
     "forge/rules.py:classify": 66,
     "remote/lease.py:decide": 63,
-    "commands/setup.py:undo": 63,
     "intake/watch.py:parse_watch_answer": 62,
 }
 
