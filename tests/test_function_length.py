@@ -34,7 +34,6 @@ ALLOWED: dict[str, int] = {
     "commands/session.py:open_session": 70,
     "remote/leases.py:LeaseKeeper.ensure": 67,
     "commands/roles.py:_follow_alone": 67,
-    "forge/rules.py:classify": 66,
     "remote/lease.py:decide": 63,
     "intake/watch.py:parse_watch_answer": 62,
 }
