@@ -31,7 +31,6 @@ ALLOWED: dict[str, int] = {
     "commands/roles.py:wait_for": 80,
     "intake/watch.py:build_watch_query": 74,
     "intake/hostwatch.py:HostWatch._tick": 74,
-    "commands/session.py:open_session": 70,
     "remote/leases.py:LeaseKeeper.ensure": 67,
     "commands/roles.py:_follow_alone": 67,
     "remote/lease.py:decide": 63,
