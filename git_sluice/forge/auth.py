@@ -356,7 +356,7 @@ def _gh_auth_token(host: str, run: Runner) -> str | None:
 def find_token(api: str, env: Mapping[str, str] | None = None, run: Runner = subprocess.run) -> tuple[str, str] | None:
     """(token, where it came from), first found; never logs or prints the token.
 
-    ``run`` runs ``gh`` (tests replace it); git runs through gitcli, as every git does.
+    ``run`` runs ``gh`` only; git runs through gitcli, as every git does (its one environment scrub).
     """
     env = os.environ if env is None else env
     for name in ("GH_TOKEN", "GITHUB_TOKEN"):
