@@ -25,7 +25,7 @@ import contextlib
 import os
 import re
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
@@ -450,27 +450,68 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True, refs: Ref
     With ``need_branches=False`` (commands that take no branch in, such as
     ``git sluice api``) an undeterminable default branch is not an error and
     configured branches are not checked against the remote-tracking refs.
+
+    The reads (git, the environment, the host name) are here; what each key
+    means is decided by the pure ``_choose_*`` functions, in the order their
+    errors are reported.
     """
     root = Path(repo_dir)
     values, remote_urls, remote_refs = _read_repository(root, refs)
+    _single_valued(values)
+    origins: _Origins = {}
+    floor = _floor()
+    remote = _choose_remote(values, origins, remote_urls)
+    lease_floor = MIN_LEASE if floor == MIN_INTERVAL and not os.environ.get(TEST_MIN_DISCOVERY_ENV, "").strip() else floor
+    discovery, lease = _choose_intervals(values, origins, floor, lease_floor)
+    host = _choose_host(values, origins, _this_host)
+    repository = _choose_repository(values, origins, remote, remote_urls,
+                                    lambda: _remote_url(root, remote, remote_urls[remote]))
+    api, graphql = _choose_endpoints(values, origins)
+    given = _last(values, "sluice.enforce")
+    enforce = True if given is None else _git_bool("sluice.enforce", given.value)
+    _origin(origins, "sluice.enforce", "true" if enforce else "false", given)
+    app_id, app_key_file, installation = _app_settings(root, values)
+    for key, value in (("sluice.appId", app_id), ("sluice.appKeyFile", app_key_file),
+                       ("sluice.installation", installation)):
+        _origin(origins, key, value if value is not None else "", _last(values, key))
+    branch_values = values.get("sluice.branch", [])
+    branches = _branches(_tracking(remote_refs, remote), remote, branch_values, need_branches)
+    _origin(origins, "sluice.branch", ", ".join(branches), branch_values[-1] if branch_values else None)
+    return Settings(
+        remote=remote, branches=branches, discovery=discovery, lease=lease, host=host, repository=repository,
+        api=api, graphql=graphql, app_id=app_id, app_key_file=app_key_file, installation=installation,
+        enforce=enforce, origins=MappingProxyType(origins),
+        remote_url=redact_url(remote_urls[remote]) if remote_urls.get(remote) else "",
+    )
 
+
+_Origins = dict[str, tuple[str, str]]
+"""Per key: the value as shown, and where it was set ("default" when it was not)."""
+
+
+def _origin(origins: _Origins, key: str, shown: str, given: _Value | None) -> None:
+    origins[key] = (shown, given.origin if given is not None else "default")
+
+
+def _this_host() -> str:
+    import socket  # only when sluice.host is unset
+
+    return sanitise_host(socket.gethostname())
+
+
+def _single_valued(values: dict[str, list[_Value]]) -> None:
+    """Refuse an unknown key; keep only the last value of a single-valued key (git's own rule)."""
     unknown = sorted(key for key in values if key not in _CANONICAL)
     if unknown:
         # the value is not echoed: an unknown key is where a pasted token would land
         raise UnknownKey(unknown[0], KNOWN_KEYS, values[unknown[0]][-1].origin)
     for key, found in values.items():
         if len(found) > 1 and _CANONICAL[key] not in MULTI_KEYS:
-            # git's own rule for single-valued keys: the last one wins
             values[key] = [found[-1]]
 
-    origins: dict[str, tuple[str, str]] = {}
 
-    def record(key: str, shown: str, given: _Value | None) -> None:
-        origins[key] = (shown, given.origin if given is not None else "default")
-
-    floor = _floor()
-
-    # sluice.remote
+def _choose_remote(values: dict[str, list[_Value]], origins: _Origins, remote_urls: dict[str, str]) -> str:
+    """``sluice.remote``: a configured git remote; none at all is :class:`NoRemote`."""
     given = _last(values, "sluice.remote")
     remote = DEFAULT_REMOTE if given is None else _text("sluice.remote", given.value, "the name of a git remote")
     if not remote_urls and given is None:
@@ -478,32 +519,40 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True, refs: Ref
     if remote not in remote_urls:
         known = ", ".join(sorted(remote_urls)) or "none configured"
         raise ConfigError("sluice.remote", remote, f"the name of a configured git remote (known: {known})")
-    record("sluice.remote", remote, given)
+    _origin(origins, "sluice.remote", remote, given)
+    return remote
 
-    # sluice.discovery / sluice.lease
+
+def _choose_intervals(values: dict[str, list[_Value]], origins: _Origins, floor: float, lease_floor: float,
+                      ) -> tuple[float, float]:
+    """``sluice.discovery`` and ``sluice.lease``, each at least its floor."""
     given = _last(values, "sluice.discovery")
     discovery = DEFAULT_DISCOVERY if given is None else _duration("sluice.discovery", given.value, floor)
-    record("sluice.discovery", _seconds_text(discovery), given)
+    _origin(origins, "sluice.discovery", _seconds_text(discovery), given)
     given = _last(values, "sluice.lease")
-    lease_floor = MIN_LEASE if floor == MIN_INTERVAL and not os.environ.get(TEST_MIN_DISCOVERY_ENV, "").strip() else floor
     lease = DEFAULT_LEASE if given is None else _duration("sluice.lease", given.value, lease_floor)
-    record("sluice.lease", _seconds_text(lease), given)
+    _origin(origins, "sluice.lease", _seconds_text(lease), given)
+    return discovery, lease
 
-    # sluice.host
+
+def _choose_host(values: dict[str, list[_Value]], origins: _Origins, this_host: Callable[[], str]) -> str:
+    """``sluice.host``, or ``this_host()`` (the machine's name, made safe) when unset."""
     given = _last(values, "sluice.host")
     if given is None:
-        import socket
-
-        host = sanitise_host(socket.gethostname())
+        host = this_host()
     else:
         host = _text("sluice.host", given.value, "a host name of letters, digits, '.', '_' or '-' (63 at most)")
         if not _HOST.match(host):
             raise ConfigError(
                 "sluice.host", given.value, "a host name of letters, digits, '.', '_' or '-' (63 at most)"
             )
-    record("sluice.host", host, given)
+    _origin(origins, "sluice.host", host, given)
+    return host
 
-    # sluice.repository
+
+def _choose_repository(values: dict[str, list[_Value]], origins: _Origins, remote: str, remote_urls: dict[str, str],
+                       rewritten_url: Callable[[], str]) -> str:
+    """``sluice.repository``, or the GitHub repository the remote's URL names (``rewritten_url()`` first)."""
     given = _last(values, "sluice.repository")
     repo_form = "owner/name of the repository on GitHub (e.g. octo-org/widgets)"
     if given is not None:
@@ -512,7 +561,7 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True, refs: Ref
         if len(pieces) != 2 or not _OWNER.match(pieces[0]) or not _NAME.match(pieces[1]):
             raise ConfigError("sluice.repository", repository, repo_form)
     else:
-        url = _remote_url(root, remote, remote_urls[remote])
+        url = rewritten_url()
         # the rewritten URL first (url.*.insteadOf), then the URL as written
         parsed = repository_from_url(url) or repository_from_url(remote_urls[remote])
         if parsed is None:
@@ -522,51 +571,19 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True, refs: Ref
                 f"{repo_form}; remote '{remote}' URL {redact_url(url)!r} names no GitHub repository",
             )
         repository = parsed
-    record("sluice.repository", repository, given)
+    _origin(origins, "sluice.repository", repository, given)
+    return repository
 
-    # sluice.api / sluice.graphql
+
+def _choose_endpoints(values: dict[str, list[_Value]], origins: _Origins) -> tuple[str, str]:
+    """``sluice.api`` and ``sluice.graphql`` (by default the GraphQL endpoint beside the API)."""
     given = _last(values, "sluice.api")
     api = DEFAULT_API if given is None else _check_endpoint("sluice.api", given.value or "")
-    record("sluice.api", api, given)
+    _origin(origins, "sluice.api", api, given)
     given = _last(values, "sluice.graphql")
     graphql = graphql_from_api(api) if given is None else _check_endpoint("sluice.graphql", given.value or "")
-    record("sluice.graphql", graphql, given)
-
-    # sluice.enforce
-    given = _last(values, "sluice.enforce")
-    enforce = True if given is None else _git_bool("sluice.enforce", given.value)
-    record("sluice.enforce", "true" if enforce else "false", given)
-
-    # GitHub App
-    app_id, app_key_file, installation = _app_settings(root, values)
-    for key, value in (
-        ("sluice.appId", app_id),
-        ("sluice.appKeyFile", app_key_file),
-        ("sluice.installation", installation),
-    ):
-        record(key, value if value is not None else "", _last(values, key))
-
-    # sluice.branch
-    branches = _branches(_tracking(remote_refs, remote), remote, values.get("sluice.branch", []), need_branches)
-    branch_values = values.get("sluice.branch", [])
-    record("sluice.branch", ", ".join(branches), branch_values[-1] if branch_values else None)
-
-    return Settings(
-        remote=remote,
-        branches=branches,
-        discovery=discovery,
-        lease=lease,
-        host=host,
-        repository=repository,
-        api=api,
-        graphql=graphql,
-        app_id=app_id,
-        app_key_file=app_key_file,
-        installation=installation,
-        enforce=enforce,
-        origins=MappingProxyType(origins),
-        remote_url=redact_url(remote_urls[remote]) if remote_urls.get(remote) else "",
-    )
+    _origin(origins, "sluice.graphql", graphql, given)
+    return api, graphql
 
 
 def _app_settings(root: Path, values: dict[str, list[_Value]]) -> tuple[str | None, str | None, str | None]:

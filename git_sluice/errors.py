@@ -10,28 +10,48 @@ every message says what happened and what a person can do about it.
     SluiceError                     exit 1 unless the class says otherwise
     ├── ConfigError                 2  a setting is missing or malformed (names key and form)
     │   ├── UnknownKey              2  a sluice.* key git-sluice does not know: "did you mean …?"
-    │   └── NoRemote                2  the clone has no git remote (`git remote add`)
+    │   ├── NoRemote                2  the clone has no git remote (`git remote add`)
+    │   └── ProxySetting            2  a *_proxy variable git-sluice cannot use (its password never shown)
+    ├── NoCredentials               2  no token anywhere git-sluice looks
+    ├── AppAuthError                2  the GitHub App could not sign in
+    ├── SetupRefused                2  setup will not touch what it could not put back
     ├── UsageError                  2  the command was called wrongly
-    │   └── NotARepository          2  started outside a git repository
+    │   ├── NotARepository          2  started outside a git repository
+    │   ├── UnknownBranch           2  -b names a branch neither configured nor on the remote
+    │   └── AlreadyDriving          2  a second driver in one clone
     ├── ForgeError                     GitHub could not give an answer to use
     │   ├── ForgeUnavailable           the address failed; not asked again until ``until``
     │   ├── ForgeAnswered              GitHub answered with an error (404, 422, a permission 403)
     │   │   └── CredentialsRefused  2  401: the token or the App is not accepted (names where it came from)
     │   ├── AllowanceSpent          3  the allowance of (pool, resource) is spent until ``until``
     │   ├── ForeignURL                 a URL outside sluice.api / sluice.graphql: no token goes there
-    │   └── CallTimedOut            4  the caller's own deadline ran out (before the wire, or before the answer)
+    │   ├── CallTimedOut            4  the caller's own deadline ran out (before the wire, or before the answer)
+    │   ├── AnswerFailed               (inside the road) a 5xx or unparsable body, for failure memory
+    │   └── MalformedNode              (inside a reading) a field a pull request's reading needs is absent
     ├── RemoteError                    the git remote (``refs/sluice/*``)
     │   ├── RemoteUnreachable          could not talk to it; nothing is known about the refs
+    │   ├── LeaseLapsed                this host's own lease ran out in the middle of a round
     │   ├── RemoteRefused              it refused a ref by its own rule (not a race)
-    │   └── PublishFailed              a pause note kept losing races
+    │   ├── PublishFailed              a pause note kept losing races
+    │   └── SurveyRejected             a survey blob this host does not take (also a ValueError)
     ├── StateError                     this host's or clone's state files
     │   ├── HostStoreError             the host's SQLite store cannot be used
-    │   └── StateFileBusy              a state file's lock is held far longer than a save takes
+    │   ├── HostStoreCorrupt           (inside the store) the file is not a usable database: moved aside
+    │   ├── StateFileBusy              a state file's lock is held far longer than a save takes
+    │   └── LockTimeout                (inside statefile) a FileLock stayed taken for its timeout
     ├── RepoError                      the local repository or git itself
     │   ├── ReftableUnsupported        reftable ref storage (libgit2 cannot read it)
     │   └── GitFailed                  a local git command failed
     ├── TimedOut                    4  a ``wait`` reached no outcome in time
     └── Interrupted               130  the process was asked to stop during a call
+
+Every exception class of the product (outside the GitHub double) is defined
+here, so one ``except SluiceError`` sees them all; the modules that raise one
+re-export it under its old name (tests/test_errors_hierarchy.py holds this).
+The ones marked "inside" never reach a person: a layer raises them for the
+layer above to turn into one of the others. This module imports nothing of
+the package (it is the bottom layer) and nothing heavier than the standard
+library's basics: the light commands import it.
 
 Exit codes (docs/reference.md): 0 done; 1 failed; 2 usage or configuration;
 3 allowance spent (the message names when it ends); 4 timed out.
@@ -41,6 +61,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -118,6 +139,38 @@ class NoRemote(ConfigError):
         )
 
 
+class ProxySetting(ConfigError):
+    """A ``*_proxy`` variable git-sluice cannot use; ``shown`` is its value with any password removed.
+
+    The raiser (forge/proxies.py) redacts: this module knows no URL syntax,
+    and a password must never reach a message.
+    """
+
+    ACCEPTED = "a proxy URL of the form http://host:port or https://host:port (user:password@ allowed)"
+
+    def __init__(self, name: str, shown: str, why: str) -> None:
+        self.key, self.value, self.accepted = name, shown, self.ACCEPTED
+        SluiceError.__init__(self, f"{name}={shown}: {why}; expected {self.ACCEPTED}, or unset {name}")
+
+
+class NoCredentials(SluiceError):
+    """No token could be found anywhere git-sluice looks."""
+
+    exit_code = 2
+
+
+class AppAuthError(SluiceError):
+    """The GitHub App could not be authenticated (key unreadable, exchange refused)."""
+
+    exit_code = 2
+
+
+class SetupRefused(SluiceError):
+    """Setup will not touch something it could not put back, or that would not work."""
+
+    exit_code = 2
+
+
 class UsageError(SluiceError):
     exit_code = 2
 
@@ -131,6 +184,33 @@ class NotARepository(UsageError):
         self.path = Path(path)
         extra = f" ({detail})" if detail else ""
         super().__init__(f"{path} is not inside a git repository{extra}: run git sluice from a clone")
+
+
+class UnknownBranch(UsageError):
+    """Branches asked for by ``-b`` that are nowhere the command looked (a typo, most likely).
+
+    ``looked`` says where that was (each command looks in its own places: the
+    queue also counts a branch ever taken in); ``detail`` is the message
+    without the option's name, for click's own "Invalid value for -b/--branch".
+    """
+
+    def __init__(self, branches: Sequence[str], remote: str,
+                 looked: str = "not in sluice.branch, not fetched, never taken in") -> None:
+        self.branches, self.remote = list(branches), remote
+        self.detail = f"{', '.join(branches)}: no such branch on {remote}"
+        super().__init__(f"-b/--branch {self.detail} ({looked})")
+
+
+class AlreadyDriving(UsageError):
+    """Another driver runs in this clone (exit 2): two would release each other's lease."""
+
+    def __init__(self, pid: int | None, path: Path) -> None:
+        self.pid = pid
+        who = f"pid {pid}" if pid is not None else "another process"
+        super().__init__(
+            f"a driver already runs in this clone ({who}, {path}): one driver per clone; "
+            "stop it first, or let it drive every branch (sluice.branch, -b)"
+        )
 
 
 # ------------------------------------------------------------------------- GitHub
@@ -237,6 +317,22 @@ class CallTimedOut(ForgeError, TimedOut):
         super().__init__(text)
 
 
+class AnswerFailed(ForgeError):
+    """GitHub's answer is unusable (5xx, an unparsable body): failure memory takes it from here.
+
+    Raised by the host gate (forge/permits.py) for the failure memory above it
+    (forge/memory.py), which turns it into :class:`ForgeUnavailable`.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class MalformedNode(ForgeError):
+    """A field the reading needs is absent or null (``args[0]`` names it); the pull request is skipped."""
+
+
 class Interrupted(SluiceError):
     """Asked to stop (SIGTERM, Ctrl-C) while a call waited; nothing more was sent."""
 
@@ -307,6 +403,14 @@ class PublishFailed(RemoteError):
         )
 
 
+class SurveyRejected(RemoteError, ValueError):
+    """A survey blob that is not one this host takes (too big, not a survey, another base, malformed).
+
+    Still a ``ValueError``, as it was before it joined this family: callers
+    catch it with the other malformed-input errors.
+    """
+
+
 # ------------------------------------------------------------------------ state files
 
 
@@ -318,8 +422,19 @@ class HostStoreError(StateError):
     """The host state file cannot be used (locked too long, unwritable); says which file and what to do."""
 
 
+class HostStoreCorrupt(StateError):
+    """The host state file is not (or no longer) a usable database: the store moves it aside and starts afresh."""
+
+
 class StateFileBusy(StateError):
     """Another process kept a state file's lock far longer than a save takes."""
+
+
+class LockTimeout(StateError):
+    """A :class:`statefile.FileLock` stayed taken for its whole timeout (or at once, when not waiting).
+
+    statefile turns it into :class:`StateFileBusy` (or a "no" from ``try_acquire``).
+    """
 
 
 # ------------------------------------------------------------------ the repository

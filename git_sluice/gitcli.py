@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from .errors import GitFailed as GitFailed
@@ -64,18 +64,21 @@ def environment(
     workdir: Path | None = None,
     extra: Mapping[str, str] | None = None,
     here: bool = False,
+    drop: Collection[str] = (),
 ) -> dict[str, str]:
     """The environment of every git we run (see the module); ``git_dir`` names the repository.
 
     ``here``: no repository named, none selected by the environment either: git
     finds the one at its working directory (an explicit path's discovery).
+    ``drop``: more variables the git must not see (a prompt helper, a token a
+    long-lived daemon would keep), removed before ``extra`` is added.
     """
     if git_dir is None and not here:
-        env = dict(os.environ)
+        env = {k: v for k, v in os.environ.items() if k not in drop}
     elif git_dir is None:
-        env = {k: v for k, v in os.environ.items() if k not in REPO_SELECTING_ENV}
+        env = {k: v for k, v in os.environ.items() if k not in REPO_SELECTING_ENV and k not in drop}
     else:
-        env = {k: v for k, v in os.environ.items() if k not in REPO_SELECTING_ENV}
+        env = {k: v for k, v in os.environ.items() if k not in REPO_SELECTING_ENV and k not in drop}
         env["GIT_DIR"] = str(git_dir)
         if workdir is not None:
             env["GIT_WORK_TREE"] = str(workdir)
@@ -96,26 +99,32 @@ def run(
     timeout: float | None = None,
     check: bool = False,
     here: bool = False,
+    drop: Collection[str] = (),
+    quiet: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """``git [-C cwd] args`` in :func:`environment`; ``check`` raises :class:`GitFailed`.
 
     A missing git raises FileNotFoundError and a timeout TimeoutExpired, as
-    subprocess does: each caller knows what they mean for it.
+    subprocess does: each caller knows what they mean for it. ``quiet`` sends
+    stderr to ``/dev/null`` instead of a pipe (``stderr`` is then empty): a git
+    that spawns a daemon (``credential-cache``) would leave it holding our
+    pipe open for the daemon's whole life.
     """
     command = ["git", *(("-C", str(cwd)) if cwd is not None else ()), *args]
     proc = subprocess.run(
         command,
         input=input,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL if quiet else subprocess.PIPE,
         text=True,
         encoding="utf-8",
         errors="replace",  # git echoes paths and ref names in any bytes: never a decoding traceback
-        env=environment(git_dir=git_dir, workdir=workdir, extra=env, here=here),
+        env=environment(git_dir=git_dir, workdir=workdir, extra=env, here=here, drop=drop),
         stdin=None if input is not None else subprocess.DEVNULL,
         timeout=timeout,
     )
     if check and proc.returncode != 0:
-        raise GitFailed(tuple(args), proc.returncode, proc.stderr)
+        raise GitFailed(tuple(args), proc.returncode, proc.stderr or "")
     return proc
 
 

@@ -38,6 +38,7 @@ TYPE_CHECKING = False  # typing's own flag, without importing typing (issue 15: 
 if TYPE_CHECKING:
     from typing import Any, TypeVar
 
+from .errors import LockTimeout as LockTimeout
 from .errors import StateFileBusy as StateFileBusy
 
 
@@ -124,10 +125,6 @@ def _object(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"holds {type(data).__name__}, not an object")
     return data
-
-
-class LockTimeout(Exception):
-    """A :class:`FileLock` stayed taken for its whole timeout (or at once, when not waiting)."""
 
 
 class FileLock:

@@ -23,9 +23,10 @@ def intake_command(branches: tuple[str, ...], wait: bool, timeout: float | None,
     0 done (including "nothing to do"); 1 failed; 2 configuration; 3 allowance
     spent (nothing was sent; the message names when it ends).
     """
-    from .intake_run import UnknownBranches, run_intake
+    from ..errors import UnknownBranch
+    from .intake_run import run_intake
 
     try:
         run_intake(branches, wait, timeout, as_json, verbose, click.echo)
-    except UnknownBranches as exc:
-        raise click.BadParameter(str(exc), param_hint="-b/--branch") from None
+    except UnknownBranch as exc:
+        raise click.BadParameter(exc.detail, param_hint="-b/--branch") from None

@@ -5,20 +5,14 @@ its start-up counts (issue 15): click and its command tree were a tenth of a
 quiet round's CPU. :mod:`.fast` runs the plain spellings (``--json``,
 ``--wait``, ``--timeout``, ``-v``) through :func:`run_intake`; the click
 command (:mod:`.intake_cmd`) calls the same function, so both print the same.
-Standard library only at import.
+Standard library (and the errors, which are) only at import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-
-class UnknownBranches(Exception):
-    """``-b`` named branches neither configured nor known on the remote (click reports it as a bad parameter)."""
-
-    def __init__(self, branches: Sequence[str], remote: str) -> None:
-        self.branches, self.remote = list(branches), remote
-        super().__init__(f"{', '.join(branches)}: no such branch on {remote}")
+from ..errors import UnknownBranch
 
 
 def setup_logging(verbose: bool = False) -> None:
@@ -43,7 +37,7 @@ def setup_logging(verbose: bool = False) -> None:
 
 def run_intake(branches: Sequence[str], wait: bool, timeout: float | None, as_json: bool, verbose: bool,
                echo: Callable[[str], None]) -> None:
-    """One round per branch, then what each did through ``echo``; raises :class:`UnknownBranches` on a typo."""
+    """One round per branch, then what each did through ``echo``; raises :class:`UnknownBranch` on a typo."""
     from ..commands.session import open_session
     from ..commands.step import run_rounds, unknown_branches
     from ..commands.stopper import Stopper
@@ -56,7 +50,7 @@ def run_intake(branches: Sequence[str], wait: bool, timeout: float | None, as_js
     with Countdown() as countdown, open_session(on_wait=countdown, cancel=stopper.event) as session:
         unknown = unknown_branches(session, branches)
         if unknown:
-            raise UnknownBranches(unknown, session.settings.remote)
+            raise UnknownBranch(unknown, session.settings.remote, looked="not in sluice.branch, not on the remote")
         deadline = session.clock.time() + timeout if timeout is not None else None
         reports = run_rounds(session, list(branches) or None, reason="intake", wait=wait, deadline=deadline)
     if as_json:

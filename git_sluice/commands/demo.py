@@ -135,6 +135,162 @@ def _populate(gh: GitHubDouble) -> None:
 STORY_SPAN = 62 * 60 + 300 + 1 + 60
 
 
+def first_round_words(figures: dict[str, int]) -> str:
+    """What step 1 tells, from the double's figures alone (no I/O: tested without a demo)."""
+    return (
+        f"1. host-a drives: it holds refs/sluice/intake/main and took main in with "
+        f"{figures['first_round_list']} list call (the host watch's: one discovery for every clone on the "
+        f"host) and {figures['first_round_points']} GraphQL point (one query for all of them), plus "
+        f"{figures['first_round_checks']} calls of the watch for the baseline of checks that may still "
+        f"change (#2's are failing: a re-run moves no updated_at); GET /user, once per token, named the pool."
+    )
+
+
+def idle_hour_words(figures: dict[str, int]) -> str:
+    """What step 3 tells, from the double's figures alone."""
+    return (
+        f"3. An idle hour: host-a ran {figures['idle_rounds']} discovery rounds; {figures['idle_requests']} "
+        f"conditional calls reached GitHub (the host watch's list each minute, and #2's failing checks less and "
+        f"less often, up to every 15 min) and it counted {figures['idle_counted']} of them (every answer a 304)."
+    )
+
+
+class _Story:
+    """What every step of the story shares: the double, the clock, the two hosts, the figures so far.
+
+    One step per method, so each reads as the paragraph it prints; ``intake``,
+    ``keeper`` and ``until`` carry from one step to the next, as in the story.
+    """
+
+    POOL = "user:demo-bot"
+
+    def __init__(self, root: Path, gh: GitHubDouble, clock: FakeClock, stack: ExitStack, url: str, say: Say,
+                 figures: dict[str, int]) -> None:
+        self.root, self.gh, self.clock, self.stack, self.say, self.figures = root, gh, clock, stack, say, figures
+        self.host_a, self.host_b = _make_hosts(root, url)
+        self.a = self._session(self.host_a, "host-a")
+        self.b = self._session(self.host_b, "host-b")
+        self.until = 0.0
+
+    def _session(self, path: Path, name: str) -> Session:
+        # host-a keeps its state where git sluice status looks (the demo's own XDG_STATE_HOME);
+        # host-b, another machine in the story, keeps its own beside it
+        store = HostStore(None if name == "host-a" else self.root / "home" / f"{name}.sqlite3", clock=self.clock)
+        self.stack.callback(store.close)
+        return self.stack.enter_context(open_session(path, clock=self.clock, store=store))
+
+    def drive(self) -> None:
+        """1. host-a drives: takes the lease and takes the branch in."""
+        gh, figures = self.gh, self.figures
+        mark = gh.mark()
+        drive(self.a, max_ticks=1, let_go=False, say=lambda text: self.say(f"  host-a: {text}"))
+        figures["first_round_list"] = len(gh.calls(since=mark, path=r"/pulls\?"))
+        figures["first_round_checks"] = len(gh.calls(since=mark, path=r"/commits/"))
+        figures["first_round_points"] = gh.counted(self.POOL, "graphql", since=mark)
+        self.say(first_round_words(figures))
+        for entry in sorted(QueueStore(self.host_a / ".git" / "sluice").load("main").entries.values(),
+                            key=lambda e: e.number):
+            self.say(f"     #{entry.number} {entry.state:<8} {entry.title}")
+        self.say("")
+
+    def defer(self) -> None:
+        """2. host-b's round defers to the holder."""
+        mark = self.gh.mark()
+        (report,) = run_rounds(self.b)
+        self.figures["host_b_calls"] = self.gh.requests(since=mark)
+        self.say(f"2. host-b runs a round (as its hooks would): {report.why}. "
+                 f"Calls to GitHub: {self.figures['host_b_calls']}.")
+        self.say("")
+
+    def idle_hour(self) -> None:
+        """3. an idle hour on host-a: every discovery answered 304."""
+        gh, a = self.gh, self.a
+        mark = gh.mark()
+        rounds = 0
+        for _ in range(60):
+            self.clock.advance(a.settings.discovery)
+            fetch_and_adopt(a)
+            intake, keeper = intake_for(a, role="driver")
+            keeper.ensure(["main"], fetch=False)  # the driver renews as it goes (no GitHub call)
+            tick_watch(a, ["main"])
+            intake.round("main")
+            rounds += 1
+        self.figures["idle_rounds"] = rounds
+        self.figures["idle_requests"] = gh.requests(since=mark)
+        self.figures["idle_list_calls"] = len(gh.calls(since=mark, path=r"/pulls\?"))
+        self.figures["idle_counted"] = gh.counted(since=mark)
+        self.say(idle_hour_words(self.figures))
+        self.say("")
+
+    def change(self) -> None:
+        """4. something moves: one list page and one query."""
+        gh, a = self.gh, self.a
+        gh.review(REPO, 4, "carol", "APPROVED")
+        self.clock.advance(a.settings.discovery)
+        mark = gh.mark()
+        self.intake, self.keeper = intake_for(a, role="driver")
+        self.keeper.ensure(["main"])
+        tick_watch(a, ["main"])
+        report = self.intake.round("main")
+        self.figures["change_rest"] = gh.counted(self.POOL, "core", since=mark)
+        self.figures["change_points"] = gh.counted(self.POOL, "graphql", since=mark)
+        self.say(f"4. carol approves #4: the next round spent {self.figures['change_rest']} REST call (the list page "
+                 f"that changed) and one GraphQL query ({self.figures['change_points']} point); read {report.read}.")
+        self.say("")
+
+    def throttle(self) -> None:
+        """5. a throttle on host-a pauses host-a, then host-b through the pause note."""
+        gh, a, say = self.gh, self.a, self.say
+        gh.fault("secondary", path="pulls", times=1, retry_after=300)
+        self.clock.advance(a.settings.discovery)
+        self.keeper.ensure(["main"])
+        tick_watch(a, ["main"])  # the watch's list meets the throttle; the round then finds the host paused
+        try:
+            self.intake.round("main")
+        except AllowanceSpent as exc:
+            self.until = exc.until
+            say(f"5. GitHub throttles host-a (secondary limit, retry-after 300 s): host-a pauses until "
+                f"{local_time(self.until)} and publishes a pause note:")
+        for line in _git(self.host_a, "for-each-ref", "--format=%(refname)", "refs/sluice").splitlines():
+            say(f"     {line}")
+        fetch_and_adopt(self.b)
+        mark = gh.mark()
+        try:
+            self.b.forge.get(f"repos/{REPO}/pulls")
+        except AllowanceSpent as exc:
+            say(f"   host-b fetched the note and refuses its own call: {exc}")
+        self.figures["host_b_paused_calls"] = gh.requests(since=mark)
+        say(f"   Calls that host-b sent while paused: {self.figures['host_b_paused_calls']}.")
+        say("")
+
+    def probe(self) -> None:
+        """6. at until: one probe across both hosts (claimed on the note), then calls flow again."""
+        gh, say = self.gh, self.say
+        self.clock.set(self.until + 1)
+        mark = gh.mark()
+        # the probe stays on the wire until host-b has tried (clearing the fault lets it go)
+        gh.fault("hang", path=f"/repos/{REPO}$", times=1, seconds=60.0)
+        probe = threading.Thread(target=lambda: self.a.forge.get(f"repos/{REPO}"))
+        probe.start()
+        deadline = time.monotonic() + 10
+        while not any(gh.secondary.in_flight.values()) and time.monotonic() < deadline:  # probe on the wire
+            time.sleep(0.01)
+        try:
+            self.b.forge.get(f"repos/{REPO}")
+            b_said = "host-b called too"
+        except AllowanceSpent:
+            b_said = "host-b saw host-a's claim on the note and held its call"
+        gh.clear_faults()
+        probe.join()
+        self.figures["probes"] = gh.requests(since=mark)
+        say(f"6. At the pause's end host-a claims the one probe on the note and sends it; {b_said}. "
+            f"Calls that reached GitHub: {self.figures['probes']}. The probe succeeded, so the note is gone:")
+        fetch_and_adopt(self.b)
+        for line in _git(self.host_b, "for-each-ref", "--format=%(refname)", "refs/sluice").splitlines():
+            say(f"     {line}")
+        say("")
+
+
 def run_demo(*, keep: bool = False, say: Say = print) -> DemoResult:
     """Run the story; returns where it ran and the figures it printed."""
     root = Path(tempfile.mkdtemp(prefix="git-sluice-demo-"))
@@ -144,133 +300,18 @@ def run_demo(*, keep: bool = False, say: Say = print) -> DemoResult:
         clock = FakeClock(time.time() - STORY_SPAN)
         gh = GitHubDouble(clock=clock)
         _populate(gh)
-        pool = "user:demo-bot"
         with serve(gh) as server, ExitStack() as stack:
-            host_a, host_b = _make_hosts(root, server.url)
-
-            def session_for(path: Path, name: str) -> Session:
-                # host-a keeps its state where git sluice status looks (the demo's own XDG_STATE_HOME);
-                # host-b, another machine in the story, keeps its own beside it
-                store = HostStore(None if name == "host-a" else root / "home" / f"{name}.sqlite3", clock=clock)
-                stack.callback(store.close)
-                return stack.enter_context(open_session(path, clock=clock, store=store))
-
-            a = session_for(host_a, "host-a")
-            b = session_for(host_b, "host-b")
+            story = _Story(root, gh, clock, stack, server.url, say, figures)
             say(f"GitHub double on {server.url}; repository {REPO} with 5 open pull requests (one a draft).")
             say(f"Two hosts, host-a and host-b: two clones of one bare remote, in {root}.")
             say("")
-
-            # 1. host-a drives: takes the lease and takes the branch in
-            mark = gh.mark()
-            drive(a, max_ticks=1, let_go=False, say=lambda text: say(f"  host-a: {text}"))
-            figures["first_round_list"] = len(gh.calls(since=mark, path=r"/pulls\?"))
-            figures["first_round_checks"] = len(gh.calls(since=mark, path=r"/commits/"))
-            figures["first_round_points"] = gh.counted(pool, "graphql", since=mark)
-            say(f"1. host-a drives: it holds refs/sluice/intake/main and took main in with "
-                f"{figures['first_round_list']} list call (the host watch's: one discovery for every clone on the "
-                f"host) and {figures['first_round_points']} GraphQL point (one query for all of them), plus "
-                f"{figures['first_round_checks']} calls of the watch for the baseline of checks that may still "
-                f"change (#2's are failing: a re-run moves no updated_at); GET /user, once per token, named the pool.")
-            for entry in sorted(QueueStore(host_a / ".git" / "sluice").load("main").entries.values(),
-                                key=lambda e: e.number):
-                say(f"     #{entry.number} {entry.state:<8} {entry.title}")
-            say("")
-
-            # 2. host-b's round defers to the holder
-            mark = gh.mark()
-            (report,) = run_rounds(b)
-            figures["host_b_calls"] = gh.requests(since=mark)
-            say(f"2. host-b runs a round (as its hooks would): {report.why}. "
-                f"Calls to GitHub: {figures['host_b_calls']}.")
-            say("")
-
-            # 3. an idle hour on host-a: every discovery answered 304
-            mark = gh.mark()
-            rounds = 0
-            for _ in range(60):
-                clock.advance(a.settings.discovery)
-                fetch_and_adopt(a)
-                intake, keeper = intake_for(a, role="driver")
-                keeper.ensure(["main"], fetch=False)  # the driver renews as it goes (no GitHub call)
-                tick_watch(a, ["main"])
-                intake.round("main")
-                rounds += 1
-            figures["idle_rounds"] = rounds
-            figures["idle_requests"] = gh.requests(since=mark)
-            figures["idle_list_calls"] = len(gh.calls(since=mark, path=r"/pulls\?"))
-            figures["idle_counted"] = gh.counted(since=mark)
-            say(f"3. An idle hour: host-a ran {rounds} discovery rounds; {figures['idle_requests']} conditional "
-                f"calls reached GitHub (the host watch's list each minute, and #2's failing checks less and less "
-                f"often, up to every 15 min) and it counted {figures['idle_counted']} of them (every answer a 304).")
-            say("")
-
-            # 4. something moves: one list page and one query
-            gh.review(REPO, 4, "carol", "APPROVED")
-            clock.advance(a.settings.discovery)
-            mark = gh.mark()
-            intake, keeper = intake_for(a, role="driver")
-            keeper.ensure(["main"])
-            tick_watch(a, ["main"])
-            report = intake.round("main")
-            figures["change_rest"] = gh.counted(pool, "core", since=mark)
-            figures["change_points"] = gh.counted(pool, "graphql", since=mark)
-            say(f"4. carol approves #4: the next round spent {figures['change_rest']} REST call (the list page that "
-                f"changed) and one GraphQL query ({figures['change_points']} point); read {report.read}.")
-            say("")
-
-            # 5. a throttle on host-a pauses host-a, then host-b through the pause note
-            gh.fault("secondary", path="pulls", times=1, retry_after=300)
-            clock.advance(a.settings.discovery)
-            keeper.ensure(["main"])
-            tick_watch(a, ["main"])  # the watch's list meets the throttle; the round then finds the host paused
-            try:
-                intake.round("main")
-            except AllowanceSpent as exc:
-                until = exc.until
-                say(f"5. GitHub throttles host-a (secondary limit, retry-after 300 s): host-a pauses until "
-                    f"{local_time(until)} and publishes a pause note:")
-            for line in _git(host_a, "for-each-ref", "--format=%(refname)", "refs/sluice").splitlines():
-                say(f"     {line}")
-            fetch_and_adopt(b)
-            mark = gh.mark()
-            try:
-                b.forge.get(f"repos/{REPO}/pulls")
-            except AllowanceSpent as exc:
-                say(f"   host-b fetched the note and refuses its own call: {exc}")
-            figures["host_b_paused_calls"] = gh.requests(since=mark)
-            say(f"   Calls that host-b sent while paused: {figures['host_b_paused_calls']}.")
-            say("")
-
-            # 6. at until: one probe across both hosts (claimed on the note), then calls flow again
-            clock.set(until + 1)
-            mark = gh.mark()
-            # the probe stays on the wire until host-b has tried (clearing the fault lets it go)
-            gh.fault("hang", path=f"/repos/{REPO}$", times=1, seconds=60.0)
-            probe = threading.Thread(target=lambda: a.forge.get(f"repos/{REPO}"))
-            probe.start()
-            deadline = time.monotonic() + 10
-            while not any(gh.secondary.in_flight.values()) and time.monotonic() < deadline:  # probe on the wire
-                time.sleep(0.01)
-            try:
-                b.forge.get(f"repos/{REPO}")
-                b_said = "host-b called too"
-            except AllowanceSpent:
-                b_said = "host-b saw host-a's claim on the note and held its call"
-            gh.clear_faults()
-            probe.join()
-            figures["probes"] = gh.requests(since=mark)
-            say(f"6. At the pause's end host-a claims the one probe on the note and sends it; {b_said}. "
-                f"Calls that reached GitHub: {figures['probes']}. The probe succeeded, so the note is gone:")
-            fetch_and_adopt(b)
-            refs = _git(host_b, "for-each-ref", "--format=%(refname)", "refs/sluice").splitlines()
-            for line in refs:
-                say(f"     {line}")
-            say("")
-            say(f"In all, GitHub counted {gh.counted(pool, 'core')} REST calls and "
-                f"{gh.counted(pool, 'graphql')} GraphQL points for {len(gh.ledger)} calls made.")
+            for step in (story.drive, story.defer, story.idle_hour, story.change, story.throttle, story.probe):
+                step()
+            say(f"In all, GitHub counted {gh.counted(_Story.POOL, 'core')} REST calls and "
+                f"{gh.counted(_Story.POOL, 'graphql')} GraphQL points for {len(gh.ledger)} calls made.")
             if keep:
-                say(f"The directory stays: cd {host_a} && git for-each-ref refs/sluice && git log -1 refs/sluice/intake/main")
+                say(f"The directory stays: cd {story.host_a} && git for-each-ref refs/sluice && "
+                    "git log -1 refs/sluice/intake/main")
                 say(f"  (git sluice status / queue there read the demo's own state: prefix them with "
                     f"HOME={root / 'home'} XDG_STATE_HOME={root / 'home' / 'state'})")
     finally:

@@ -14,21 +14,9 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from ..errors import UsageError
+from ..errors import AlreadyDriving as AlreadyDriving
 
 LOCK_NAME = "drive.pid"
-
-
-class AlreadyDriving(UsageError):
-    """Another driver runs in this clone (exit 2): two would release each other's lease."""
-
-    def __init__(self, pid: int | None, path: Path) -> None:
-        self.pid = pid
-        who = f"pid {pid}" if pid is not None else "another process"
-        super().__init__(
-            f"a driver already runs in this clone ({who}, {path}): one driver per clone; "
-            "stop it first, or let it drive every branch (sluice.branch, -b)"
-        )
 
 
 class DriverLock:

@@ -10,24 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..config import load_settings
-from ..errors import UsageError
+from ..errors import UnknownBranch as UnknownBranch
 from ..gitcli import run
 from ..intake.queue import QueueDoc, QueueStore
 from ..paths import clone_sluice_dir_of, start_clone_sluice_dir
 
 # where the rounds' own fetch keeps a branch (remote/git.py's TRACKING_PREFIX; not imported: it loads libgit2)
 TRACKING_PREFIX = "refs/sluice/tracking/"
-
-
-class UnknownBranch(UsageError):
-    """A branch asked for by ``-b`` that is neither configured, known on the remote nor ever taken in."""
-
-    def __init__(self, branches: Sequence[str], remote: str) -> None:
-        self.branches = list(branches)
-        super().__init__(
-            f"-b/--branch {', '.join(branches)}: no such branch on {remote} "
-            "(not in sluice.branch, not fetched, never taken in)"
-        )
 
 
 def unknown_branches(path: str, remote: str, configured: Sequence[str], branches: Sequence[str],

@@ -206,9 +206,34 @@ def open_session(
                         checks=PauseChecks(state_dir) if settings.enforce else None)
     if fleet.checks is not None:
         remote.on_fetched(("pause-look", state_dir), fleet.fetched)
+    forge_with = _forge_maker(settings, credentials, store, clock, fleet, pool_hosts,
+                              on_wait=on_wait, transport=transport, cancel=cancel)
+    forge = forge_with(KeptAnswers(repo.sluice_dir / "kept"))
+    # beside the host store it shares this host's state with (the state dir, or a test host's own)
+    looks = RemoteLooks(store.path.parent, clock)
+    key = look_key(repo.common_dir, settings.remote)
+    remote.on_fetched(("looks", key), lambda started: looks.noted(key, started, remote.last_refspecs))
+    session = Session(repo, settings, clock, store, forge, remote, notes, credentials, pool_hosts,
+                      forge_with=forge_with, looks=looks)
+    session.closers.append(forge.close)
+    if own_store:
+        session.closers.append(store.close)
+    adopt_notes(session)
+    return session
+
+
+def _forge_maker(
+    settings: Settings, credentials: Credentials, store: HostStore, clock: Clock, fleet: FleetPauses,
+    pool_hosts: PoolHosts, *, on_wait: Callable[[Wait], None] | None, transport: httpx.BaseTransport | None,
+    cancel: threading.Event | None,
+) -> Callable[[KeptAnswers], Forge]:
+    """How the session makes a forge: its road and credentials, its answers kept where the caller says.
+
+    An observe-only host (``sluice.enforce`` false) claims no probe and looks at
+    no pause note before a call: it only notes what it would have done.
+    """
 
     def forge_with(kept: KeptAnswers) -> Forge:
-        """A forge on this session's road and credentials, keeping its answers in ``kept``."""
         return Forge(
             api=settings.api,
             graphql_url=settings.graphql,
@@ -227,18 +252,7 @@ def open_session(
             pool_hosts=pool_hosts,
         )
 
-    forge = forge_with(KeptAnswers(repo.sluice_dir / "kept"))
-    # beside the host store it shares this host's state with (the state dir, or a test host's own)
-    looks = RemoteLooks(store.path.parent, clock)
-    key = look_key(repo.common_dir, settings.remote)
-    remote.on_fetched(("looks", key), lambda started: looks.noted(key, started, remote.last_refspecs))
-    session = Session(repo, settings, clock, store, forge, remote, notes, credentials, pool_hosts,
-                      forge_with=forge_with, looks=looks)
-    session.closers.append(forge.close)
-    if own_store:
-        session.closers.append(store.close)
-    adopt_notes(session)
-    return session
+    return forge_with
 
 
 def own_pools(credentials: Credentials, sluice_dir: Path | None = None) -> list[str] | None:

@@ -41,7 +41,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SluiceError
+from ..errors import SetupRefused as SetupRefused
 from ..gitcli import parse_version
 from ..records import record
 from ..remote.git import LEGACY_REFSPEC
@@ -58,12 +58,6 @@ MANIFEST_NAME = "setup.json"
 CONFIG_HOOKS_SINCE: tuple[int, int] = (2, 54)
 CONFIG_HOOK_PREFIX = "sluice-"
 LEGACY_SUFFIX = ".legacy"
-
-
-class SetupRefused(SluiceError):
-    """Setup will not touch something it could not put back, or that would not work."""
-
-    exit_code = 2
 
 
 @record
@@ -330,22 +324,7 @@ def install(
     mode = choose_mode(version)
     report.mode = mode
 
-    # every refusal before the first change
-    plans: dict[str, str] = {}
-    for name in HOOK_NAMES:
-        path = directory / name
-        if not os.path.lexists(path):
-            plans[name] = "create"
-        elif is_ours(path):
-            plans[name] = "ours"
-        elif mode == "config":
-            plans[name] = "leave"
-        else:
-            problem = chain_problem(path)
-            if problem is not None:
-                raise SetupRefused(f"cannot chain the existing {name} hook: {problem}")
-            plans[name] = "chain"
-
+    plans = {name: _plan_at(directory / name, mode) for name in HOOK_NAMES}  # every refusal before the first change
     manifest = load_manifest(sluice_dir) or _empty_manifest()
     before = json.dumps(manifest, sort_keys=True)
     if shared:
@@ -360,17 +339,7 @@ def install(
         if mode == "config" and plan != "ours":
             if _install_config_hook(repo, name, sluice_dir, manifest, report, verify):
                 continue
-            # git did not list it: fall back to a hook file, chained if need be
-            path = directory / name
-            if os.path.lexists(path) and not is_ours(path):
-                problem = chain_problem(path)
-                if problem is not None:
-                    raise SetupRefused(f"cannot chain the existing {name} hook: {problem}")
-                plan = "chain"
-            elif not os.path.lexists(path):
-                plan = "create"
-            else:
-                plan = "ours"
+            plan = _plan_at(directory / name, "files")  # git did not list it: a hook file, chained if need be
         _install_file_hook(name, directory / name, plan, manifest, report, sluice_dir)
 
     _drop_legacy_refspec(repo, manifest, report, sluice_dir)
@@ -382,6 +351,31 @@ def install(
     report.add("config", "ok", f"remote {settings.remote}, branches {', '.join(settings.branches)}")
     _check_token(settings, report, token_finder)
     return report
+
+
+def hook_plan(name: str, mode: str, *, exists: bool, ours: bool, problem: Callable[[], str | None]) -> str:
+    """What setup does at hook ``name``'s path, from what is there (pure; ``problem`` asked only to chain).
+
+    ``create`` (nothing there), ``ours`` (our script: rewrite it if it changed),
+    ``leave`` (someone else's, and git runs config-defined hooks beside it) or
+    ``chain`` (someone else's file hook: ours runs it first); a hook that
+    cannot be chained is refused before anything changes.
+    """
+    if not exists:
+        return "create"
+    if ours:
+        return "ours"
+    if mode == "config":
+        return "leave"
+    why = problem()
+    if why is not None:
+        raise SetupRefused(f"cannot chain the existing {name} hook: {why}")
+    return "chain"
+
+
+def _plan_at(path: Path, mode: str) -> str:
+    exists = os.path.lexists(path)
+    return hook_plan(path.name, mode, exists=exists, ours=exists and is_ours(path), problem=lambda: chain_problem(path))
 
 
 def _install_file_hook(
@@ -537,8 +531,6 @@ def _check_token(settings: Settings, report: Report, token_finder: TokenFinder) 
 
 def undo(repo: Repo) -> Report:
     """Put back every hook and the refspec exactly as they were before setup."""
-    from . import hookrun
-
     report = Report(action="undo")
     path = Path(repo.common_dir) / "sluice"
     sluice_dir = path if path.is_dir() else None
@@ -546,16 +538,7 @@ def undo(repo: Repo) -> Report:
     directory, shared = hooks_dir(repo)
     report.hooks_dir, report.shared_hooks_dir = str(directory), shared
     if manifest is None:
-        manifest = _inferred_manifest(directory)
-        if manifest["hooks"]:
-            report.warnings.append("no record of what setup changed: undoing what its hooks show")
-        remote = repo.config_get("sluice.remote") or "origin"
-        key = f"remote.{remote}.fetch"
-        if LEGACY_REFSPEC in repo.git("config", "--get-all", key, check=False).stdout.splitlines():
-            report.warnings.append(
-                f"no record that setup added {LEGACY_REFSPEC} to {key}; left in place (remove it "
-                f"with: git config --fixed-value --unset {key} '{LEGACY_REFSPEC}')"
-            )
+        manifest = _unrecorded_manifest(repo, directory, report)
 
     recorded = sluice_dir is not None and _manifest_path(sluice_dir).is_file()
 
@@ -582,11 +565,9 @@ def undo(repo: Repo) -> Report:
     for top in reversed(manifest["dirs"]):
         _remove_empty_dirs(Path(str(top)))
 
-    remaining = manifest["hooks"] or manifest["config_hooks"] or manifest["refspecs"]
+    remaining = bool(manifest["hooks"] or manifest["config_hooks"] or manifest["refspecs"])
     if sluice_dir is not None:
-        names = (hookrun.FILTER_NAME, hookrun.WARNED_NAME, hookrun.PUSH_MARK_NAME,
-                 hookrun.RT_SEEN_NAME) + (() if remaining else (MANIFEST_NAME,))
-        for name in names:
+        for name in files_undone(remaining):
             try:
                 (sluice_dir / name).unlink()
             except OSError:
@@ -598,6 +579,33 @@ def undo(repo: Repo) -> Report:
     if not report.steps:
         report.add("setup", "nothing to undo", "setup has not changed anything here")
     return report
+
+
+def files_undone(remaining: bool) -> tuple[str, ...]:
+    """The sluice dir's files undo removes (pure): the hooks' own, and the record once nothing is left to undo.
+
+    A record that still lists changes (an undo that could not finish) stays,
+    so the next undo resumes from it.
+    """
+    from . import hookrun
+
+    names = (hookrun.FILTER_NAME, hookrun.WARNED_NAME, hookrun.PUSH_MARK_NAME, hookrun.RT_SEEN_NAME)
+    return names if remaining else (*names, MANIFEST_NAME)
+
+
+def _unrecorded_manifest(repo: Repo, directory: Path, report: Report) -> dict[str, Any]:
+    """No record of what setup changed: what its hooks show, and a warning for a refspec it cannot know it added."""
+    manifest = _inferred_manifest(directory)
+    if manifest["hooks"]:
+        report.warnings.append("no record of what setup changed: undoing what its hooks show")
+    remote = repo.config_get("sluice.remote") or "origin"
+    key = f"remote.{remote}.fetch"
+    if LEGACY_REFSPEC in repo.git("config", "--get-all", key, check=False).stdout.splitlines():
+        report.warnings.append(
+            f"no record that setup added {LEGACY_REFSPEC} to {key}; left in place (remove it "
+            f"with: git config --fixed-value --unset {key} '{LEGACY_REFSPEC}')"
+        )
+    return manifest
 
 
 def _inferred_manifest(directory: Path) -> dict[str, Any]:

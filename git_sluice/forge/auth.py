@@ -18,38 +18,27 @@ pool, a hash of the token's own hash, so it still reveals nothing.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import shutil
 import subprocess
 import threading
-from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 from urllib.parse import urlsplit
 
 import httpx
 
-from ..clock import Clock
-from ..errors import CredentialsRefused, SluiceError
+from ..clock import Clock, parse_rfc3339
+from ..errors import AppAuthError as AppAuthError
+from ..errors import CredentialsRefused
+from ..errors import NoCredentials as NoCredentials
 from ..records import record
+from ..statefile import JsonDocument
 from .tokencache import SharedTokens
 from .wire import transport_for
 
 log = logging.getLogger("git_sluice")
-
-
-class NoCredentials(SluiceError):
-    """No token could be found anywhere git-sluice looks."""
-
-    exit_code = 2
-
-
-class AppAuthError(SluiceError):
-    """The GitHub App could not be authenticated (key unreadable, exchange refused)."""
-
-    exit_code = 2
 
 
 def token_digest(token: str) -> str:
@@ -131,6 +120,7 @@ class UserPoolResolver:
         self.api = api.rstrip("/")
         self.source = source
         self.path = state_dir / "pools.json"
+        self._doc = JsonDocument(self.path, what="token pools file")
         self.transport = transport
         self._cache: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -194,23 +184,12 @@ class UserPoolResolver:
             return None
 
     def _load(self) -> dict[str, object]:
-        try:
-            data = json.loads(self.path.read_text())
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
+        return self._doc.read()
 
     def _remember(self, digest: str, pid: str) -> None:
-        """Read-modify-write under a file lock, through a temporary file no other writer shares."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        import filelock  # here, not at the top: its import (~20 ms) is paid only by a writer
-
-        with filelock.FileLock(str(self.path) + ".lock", timeout=30):
-            data = self._load()
+        """Read-modify-write under the document's lock (statefile's: the same flock filelock took here before)."""
+        with self._doc.update() as data:
             data[digest] = pid
-            tmp = self.path.with_name(f".pools.{os.getpid()}.{threading.get_ident()}.{os.urandom(16).hex()}.tmp")
-            tmp.write_text(json.dumps(data))
-            os.replace(tmp, self.path)
 
 
 class AppInstallation:
@@ -328,7 +307,7 @@ class AppInstallation:
         self.minted += 1
         log.info("GitHub App %s: minted an installation token for installation %s", self.app_id, self.installation)
         try:
-            self._expires_at = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00")).timestamp()
+            self._expires_at = parse_rfc3339(str(data["expires_at"]))
         except (KeyError, ValueError):
             self._expires_at = self.clock.time() + 3600
 
@@ -336,20 +315,19 @@ class AppInstallation:
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def _credential_fill(host: str, run: Runner) -> str | None:
+def _credential_fill(host: str) -> str | None:
+    from .. import gitcli
+
     if not shutil.which("git"):
         return None
-    # never prompt: a background round has no one to answer
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_ASKPASS", "SSH_ASKPASS")}
-    env["GIT_TERMINAL_PROMPT"] = "0"
     try:
-        done = run(
-            ["git", "-c", "credential.interactive=never", "credential", "fill"],
+        # never prompt (no askpass helper either): a background round has no one to answer
+        done = gitcli.run(
+            ["-c", "credential.interactive=never", "credential", "fill"],
             input=f"protocol=https\nhost={host}\n\n",
-            capture_output=True,
-            text=True,
             timeout=10,
-            env=env,
+            env={"GIT_TERMINAL_PROMPT": "0"},
+            drop=("GIT_ASKPASS", "SSH_ASKPASS"),
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -376,7 +354,10 @@ def _gh_auth_token(host: str, run: Runner) -> str | None:
 
 
 def find_token(api: str, env: Mapping[str, str] | None = None, run: Runner = subprocess.run) -> tuple[str, str] | None:
-    """(token, where it came from), first found; never logs or prints the token."""
+    """(token, where it came from), first found; never logs or prints the token.
+
+    ``run`` runs ``gh`` only; git runs through gitcli, as every git does (its one environment scrub).
+    """
     env = os.environ if env is None else env
     for name in ("GH_TOKEN", "GITHUB_TOKEN"):
         value = env.get(name, "").strip()
@@ -385,7 +366,7 @@ def find_token(api: str, env: Mapping[str, str] | None = None, run: Runner = sub
     host = api_host(api)
     hosts = [host] + (["github.com"] if host == "api.github.com" else [])
     for candidate in hosts:
-        token = _credential_fill(candidate, run)
+        token = _credential_fill(candidate)
         if token:
             return token, f"git credential ({candidate})"
     web_host = "github.com" if host == "api.github.com" else host

@@ -42,7 +42,7 @@ from .hoststore import HostStore
 from .kept import KeptAnswers, address_of
 from .ledger import Ledger
 from .memory import FailureMemory
-from .poolguard import PoolHosts, Standing, choose
+from .poolguard import PoolHosts, StandingPause, choose
 from .permits import Admission, HostGate, PauseListener, ProbeClaim, ProbeListener, WaitListener
 from .revalidate import Revalidate
 from .road import CALL, COST, COUNTED, FROM_CACHE, SHARED, VERDICT, Call, Stats, Waits
@@ -223,7 +223,7 @@ class Forge:
         known = known_pool(self.credentials)
         provisional = getattr(self.credentials, "provisional_pool_id", None)
         if known is None and callable(provisional):
-            standing = [Standing(p.pool, p.resource, p.until, p.observe_only) for p in self.store.pauses()]
+            standing = [StandingPause(p.pool, p.resource, p.until, p.observe_only) for p in self.store.pauses()]
             hosts = self.pool_hosts
             choice = choose(None, standing, resource, api_host=host,
                             host_of=hosts.host_of if hosts is not None else (lambda _pool: None),

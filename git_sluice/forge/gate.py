@@ -166,7 +166,11 @@ class Grant:
 
 
 @record(frozen=True)
-class Wait:
+class Deferred:
+    """The gate's "not now": ask again at ``until``. hoststore turns it into the
+    :class:`~git_sluice.forge.hoststore.Wait` callers see, which also names the
+    (pool, resource); a distinct name, so ``Wait`` means that one only."""
+
     until: float
     reason: WaitReason
 
@@ -309,7 +313,7 @@ def expire(state: GateState, now: float) -> list[str]:
     return expired
 
 
-def acquire(state: GateState, now: float, permit_id: str, deadline: float) -> Grant | Wait:
+def acquire(state: GateState, now: float, permit_id: str, deadline: float) -> Grant | Deferred:
     """Admit a call (recording its permit until ``deadline``) or say until when to wait."""
     if permit_id in state.permits:
         raise ValueError(f"permit {permit_id} is already in flight")
@@ -320,7 +324,7 @@ def acquire(state: GateState, now: float, permit_id: str, deadline: float) -> Gr
     if state.phase == "paused":
         if now < state.until:
             state.held += 1
-            return Wait(state.until, "paused")
+            return Deferred(state.until, "paused")
         state.phase = "probing"
         state.probe = permit_id
         return _grant(state, permit_id, "probe", deadline)
@@ -330,13 +334,13 @@ def acquire(state: GateState, now: float, permit_id: str, deadline: float) -> Gr
             _release_probe(state, now)
             return acquire(state, now, permit_id, deadline)
         # not counted in ``held``: callers poll for the probe's end, many times a second
-        return Wait(min(now + POLL, probe.deadline), "probe")
+        return Deferred(min(now + POLL, probe.deadline), "probe")
     # ramp
     if len(state.cohort_admitted) < state.cohort_size:
         state.cohort_admitted.append(permit_id)
         return _grant(state, permit_id, "cohort", deadline, cohort=state.cohort_serial)
     pending = [p.deadline for p in state.permits.values() if p.kind == "cohort" and p.epoch == state.epoch]
-    return Wait(min([now + POLL, *pending]), "ramp")
+    return Deferred(min([now + POLL, *pending]), "ramp")
 
 
 def _grant(

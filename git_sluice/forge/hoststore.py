@@ -34,8 +34,10 @@ from typing import Literal, TypeVar
 
 from .. import paths
 from ..clock import Clock
+from ..errors import HostStoreCorrupt as _Corrupt
 from ..errors import HostStoreError as HostStoreError
 from ..records import record
+from ..statefile import FileLock, LockTimeout
 from . import gate, rules
 
 log = logging.getLogger("git_sluice")
@@ -174,10 +176,6 @@ class BudgetRow:
 PermitCheck = Literal["ok", "gone", "fenced"]
 
 
-class _Corrupt(Exception):
-    """The file is not (or no longer) a usable database."""
-
-
 class HostStore:
     """The host-wide store of pauses, permits and the budget ledger. Safe across threads and processes."""
 
@@ -310,10 +308,9 @@ class HostStore:
 
     def _recover(self, why: str) -> None:
         """Move a corrupt file aside (once, even with many processes at it) and start afresh."""
-        import filelock  # only here: status and the hooks' readers never pay for its import
-
         self._disconnect()
-        lock = filelock.FileLock(str(self.path) + ".recover.lock", timeout=self.busy_timeout)
+        # statefile's lock: the same flock on the same file the filelock package took here before
+        lock = FileLock(str(self.path) + ".recover.lock", timeout=self.busy_timeout)
         try:
             with lock:
                 try:
@@ -345,7 +342,7 @@ class HostStore:
                         f"the host state file {self.path} cannot be created afresh ({exc}); "
                         "check the disk and the directory"
                     ) from None
-        except filelock.Timeout:
+        except LockTimeout:
             raise HostStoreError(
                 f"could not take {lock.lock_file} within {self.busy_timeout:g} s to recover the corrupt "
                 f"host state file {self.path}; remove the lock file if no git-sluice process is running"
@@ -490,7 +487,7 @@ class HostStore:
                 permit_id = os.urandom(16).hex()  # as uuid4().hex, without importing uuid
                 if enforce:
                     decision = gate.acquire(state, now, permit_id, now + deadline)
-                    if isinstance(decision, gate.Wait) and decision.reason == "paused":
+                    if isinstance(decision, gate.Deferred) and decision.reason == "paused":
                         self._count(conn, pool, resource, "held")
                 else:
                     import copy
@@ -506,7 +503,7 @@ class HostStore:
                         self._count(conn, pool, resource, f"would_hold_{decision.reason}")
                         decision = gate.Grant("normal", state.epoch - 1)
                 self._save(conn, pool, resource, state, now)
-            if isinstance(decision, gate.Wait):
+            if isinstance(decision, gate.Deferred):
                 return Wait(pool, resource, decision.until, decision.reason)
             return Permit(permit_id, pool, resource, decision.epoch, decision.kind, now + deadline, enforce)
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 import httpx
 
-from ..clock import Clock
+from ..clock import Clock, parse_rfc3339
 from . import rules
 from .hoststore import HostStore, Permit
 from .road import COST, COUNTED, PERMIT, VERDICT, Stats, call_of
@@ -73,7 +72,7 @@ def graphql_rate(body: bytes) -> rules.RateHeaders | None:
     try:
         rate = json.loads(body)["data"]["rateLimit"]
         reset_at = rate.get("resetAt")
-        reset = datetime.fromisoformat(str(reset_at).replace("Z", "+00:00")).timestamp() if reset_at else None
+        reset = parse_rfc3339(str(reset_at)) if reset_at else None
         return rules.RateHeaders(
             limit=_int(rate.get("limit")),
             remaining=_int(rate.get("remaining")),

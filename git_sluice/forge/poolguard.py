@@ -33,8 +33,12 @@ How = Literal["known", "paused", "provisional", "ask"]
 
 
 @record(frozen=True)
-class Standing:
-    """A pause as the choice needs it: whose, which resource, until when, enforced or only observed."""
+class StandingPause:
+    """A pause as the choice needs it: whose, which resource, until when, enforced or only observed.
+
+    Not :class:`git_sluice.intake.standing.Standing` (whether a queue still
+    stands on the watch's tick): one name, one meaning.
+    """
 
     pool: str
     resource: str
@@ -52,7 +56,7 @@ class Choice:
 
 def choose(
     known: str | None,
-    pauses: Iterable[Standing],
+    pauses: Iterable[StandingPause],
     resource: str,
     *,
     api_host: str,

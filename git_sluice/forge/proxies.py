@@ -27,17 +27,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from ..errors import ConfigError, SluiceError
+from ..errors import ProxySetting as ProxySetting
 
-ACCEPTED = "a proxy URL of the form http://host:port or https://host:port (user:password@ allowed)"
-
-
-class ProxySetting(ConfigError):
-    """A ``*_proxy`` variable git-sluice cannot use; its value is shown without any password."""
-
-    def __init__(self, name: str, value: str, why: str) -> None:
-        self.key, self.value, self.accepted = name, redact(value), ACCEPTED
-        SluiceError.__init__(self, f"{name}={self.value}: {why}; expected {ACCEPTED}, or unset {name}")
+ACCEPTED = ProxySetting.ACCEPTED
 
 
 def redact(value: str) -> str:
@@ -142,11 +134,11 @@ def checked(name: str, value: str) -> str:
     url = value if "://" in value else f"http://{value}"
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("http", "https"):
-        raise ProxySetting(name, value, f"a {parts.scheme}:// proxy is not supported")
+        raise ProxySetting(name, redact(value), f"a {parts.scheme}:// proxy is not supported")
     try:
         parts.port
     except ValueError:
-        raise ProxySetting(name, value, "the port is not a number from 0 to 65535") from None
+        raise ProxySetting(name, redact(value), "the port is not a number from 0 to 65535") from None
     if not parts.hostname:
-        raise ProxySetting(name, value, "no proxy host is named")
+        raise ProxySetting(name, redact(value), "no proxy host is named")
     return url

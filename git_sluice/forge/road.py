@@ -16,6 +16,7 @@ from dataclasses import field
 import httpx
 
 from ..clock import Clock, SystemClock
+from ..errors import AnswerFailed as AnswerFailed
 from ..errors import Interrupted
 from ..records import record
 from .kept import KeptAnswers, KeptBody, Meta
@@ -84,14 +85,6 @@ class Stats:
     failures: int = 0
     throttles: int = 0
     calls: list[tuple[str, int]] = field(default_factory=list)  # (address, status)
-
-
-class AnswerFailed(Exception):
-    """GitHub's answer is unusable (5xx, an unparsable body): failure memory takes it from here."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def kept_response(request: httpx.Request, kept: KeptBody, **marks: bool) -> httpx.Response:

@@ -297,63 +297,80 @@ def classify(
     path: str,
     now: float,
 ) -> Verdict:
-    """Decide what an answer means; never raises, whatever the headers or body hold."""
+    """Decide what an answer means; never raises, whatever the headers or body hold.
+
+    GraphQL's own limit error first (it comes with a 200), then a 403 or 429
+    (:func:`_refusal`), then every other status (:func:`_plain`).
+    """
     h = _lower_headers(headers)
     rh = parse_rate_headers(h)
-    resource = rh.resource or resource_for(method, path)
-    has_retry_after = bool(h.get("retry-after", "").strip())
     retry_after = parse_retry_after(h.get("retry-after"), now)
     doc, text, parsed = _decode_body(body)
-
-    def verdict(kind: VerdictKind, cls: ThrottleClass | None, reason: str) -> Verdict:
-        return Verdict(
-            kind=kind,
-            cls=cls,
-            resource=resource,
-            retry_after=retry_after,
-            reset=rh.reset,
-            remaining=rh.remaining,
-            reason=reason,
-        )
-
-    def throttle(cls: ThrottleClass) -> Verdict:
-        return verdict("throttle", cls, _throttle_reason(cls, status, retry_after, rh, now))
-
     graphql_cls = _graphql_limit(doc)
+    meaning: _Meaning
     if graphql_cls is not None:
-        limited = throttle(graphql_cls)
-        if graphql_cls == "primary" and rh.remaining:
-            reason = f"GraphQL rate limited: the query costs more than the {rh.remaining} points left"
-            if rh.reset is not None:
-                reason += f" (reset in {_in(rh.reset - now)})"
-            return replace(limited, graphql_limited=True, reason=reason)
-        return replace(limited, graphql_limited=graphql_cls == "primary")
+        meaning = ("throttle", graphql_cls, _graphql_reason(graphql_cls, rh, now))
+    elif status in (403, 429):
+        meaning = _refusal(status, h, rh, _messages(doc) if parsed and doc is not None else text)
+    else:
+        meaning = _plain(status, h, rh, parsed, now)
+    kind, cls, reason = meaning
+    if kind == "throttle" and cls is not None and not reason:
+        reason = _throttle_reason(cls, status, retry_after, rh, now)
+    return Verdict(
+        kind=kind,
+        cls=cls,
+        resource=rh.resource or resource_for(method, path),
+        retry_after=retry_after,
+        reset=rh.reset,
+        remaining=rh.remaining,
+        reason=reason,
+        graphql_limited=graphql_cls == "primary",
+    )
 
-    if status in (403, 429):
-        wording = _wording_class(_messages(doc) if parsed and doc is not None else text)
-        if wording in ("primary", "secondary"):
-            return throttle(wording)
-        if rh.remaining == 0:
-            return throttle("primary")
-        if has_retry_after:
-            return throttle("secondary")
-        if wording == "unknown" or status == 429:
-            return throttle("unknown")
-        return verdict("permission", None, "permission denied (403 without any rate-limit sign)")
 
+_Meaning = tuple[VerdictKind, ThrottleClass | None, str]
+"""(kind, throttle class, reason); a throttle's empty reason is :func:`_throttle_reason`'s to write."""
+
+
+def _graphql_reason(cls: ThrottleClass, rh: RateHeaders, now: float) -> str:
+    """GraphQL's primary limit with points still left: the query costs more than remains (else the usual words)."""
+    if cls != "primary" or not rh.remaining:
+        return ""
+    reason = f"GraphQL rate limited: the query costs more than the {rh.remaining} points left"
+    if rh.reset is not None:
+        reason += f" (reset in {_in(rh.reset - now)})"
+    return reason
+
+
+def _refusal(status: int, h: dict[str, str], rh: RateHeaders, said: str) -> _Meaning:
+    """A 403 or 429: a throttle when its words, its headers or its status say so; else a permission refusal."""
+    wording = _wording_class(said)
+    if wording == "primary" or wording == "secondary":
+        return "throttle", wording, ""
+    if rh.remaining == 0:
+        return "throttle", "primary", ""
+    if h.get("retry-after", "").strip():
+        return "throttle", "secondary", ""
+    if wording == "unknown" or status == 429:
+        return "throttle", "unknown", ""
+    return "permission", None, "permission denied (403 without any rate-limit sign)"
+
+
+def _plain(status: int, h: dict[str, str], rh: RateHeaders, parsed: bool, now: float) -> _Meaning:
+    """Any status but a 403 or 429: a success (perhaps the one that spent the allowance), a failure, a refusal."""
     if 200 <= status < 300 or status == 304:
         if status != 304 and not parsed and _json_expected(h):
-            return verdict("failure", None, f"unparsable answer body ({status})")
+            return "failure", None, f"unparsable answer body ({status})"
         if rh.remaining == 0:
             reset = f", reset in {_in(rh.reset - now)}" if rh.reset is not None else ""
-            return verdict("spent_ok", None, f"allowance spent by this answer (remaining 0{reset})")
-        return verdict("ok", None, f"ok ({status})")
-
+            return "spent_ok", None, f"allowance spent by this answer (remaining 0{reset})"
+        return "ok", None, f"ok ({status})"
     if 500 <= status < 600:
-        return verdict("failure", None, f"GitHub failed ({status})")
+        return "failure", None, f"GitHub failed ({status})"
     if 400 <= status < 500:
-        return verdict("other", None, f"refused ({status})")
-    return verdict("other", None, f"unexpected status ({status})")
+        return "other", None, f"refused ({status})"
+    return "other", None, f"unexpected status ({status})"
 
 
 def credible_reset(reset: float | None, now: float) -> bool:

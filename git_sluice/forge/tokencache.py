@@ -123,15 +123,18 @@ class SharedTokens:
             self._helper("exit", "")
 
     def _helper(self, action: str, entry: str, *, timeout: float | None = None) -> str | None:
-        args = ["git", "credential-cache", "--socket", str(self.socket)]
+        from .. import gitcli
+
+        args = ["credential-cache", "--socket", str(self.socket)]
         if timeout is not None:
             args += ["--timeout", str(max(60, int(timeout)))]
         try:
-            # stderr to /dev/null, never a pipe: a daemon spawned by `store` inherits it and
-            # would hold our pipe (and a hook's) open for its whole life
-            done = subprocess.run(
-                [*args, action], input=entry, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                text=True, timeout=_HELPER_TIMEOUT, env=_helper_env(), cwd=self.run_dir,
+            # quiet: stderr to /dev/null, never a pipe: a daemon spawned by `store` inherits it and
+            # would hold our pipe (and a hook's) open for its whole life; the daemon keeps this
+            # environment and the folder (-C) as its working directory for that life too
+            done = gitcli.run(
+                [*args, action], cwd=self.run_dir, input=entry, timeout=_HELPER_TIMEOUT, quiet=True,
+                here=True, drop=HELPER_DROPS, env={"GIT_TERMINAL_PROMPT": "0"},
             )
         except (OSError, subprocess.SubprocessError) as exc:
             self._give_up(f"git credential-cache failed ({type(exc).__name__})")
@@ -148,15 +151,8 @@ class SharedTokens:
         self._broken = True
 
 
-def _helper_env() -> dict[str, str]:
-    """The user's environment minus what would pick a repository, make git prompt, or carry a token.
+HELPER_DROPS = ("GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN")
+"""Tokens the daemon must not keep: it outlives us, with our environment, for its whole life.
 
-    The daemon outlives us: it keeps this environment (and its folder as its
-    working directory) for its whole life.
-    """
-    from ..gitcli import REPO_SELECTING_ENV
-
-    drop = set(REPO_SELECTING_ENV) | {"GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"}
-    env = {k: v for k, v in os.environ.items() if k not in drop}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    return env
+gitcli's ``here`` drops what would pick a repository; these are dropped besides.
+"""

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, cast
 
+from ..errors import MalformedNode as MalformedNode
 from ..jsonshape import field_list, field_map
 from ..records import record
 from .request import Request
@@ -329,10 +330,6 @@ class ParseResult:
             next_variables=other.next_variables,
             cost=self.cost + other.cost,
         )
-
-
-class MalformedNode(Exception):
-    """A field the reading needs is absent or null."""
 
 
 _Missing = MalformedNode

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import Any, Protocol
 
+from ..errors import SurveyRejected as SurveyRejected
 from ..records import record
 from .request import Request
 from .watchstore import inputs_of, item_json, item_of, reading_json, reading_of
@@ -108,10 +109,6 @@ def _item_json(request: Request, labels_known: bool, inputs: tuple[str | None, s
     raw = item_json(request, labels_known=labels_known, inputs_known=False)
     raw["inputs"] = list(inputs) if inputs is not None else None
     return raw
-
-
-class SurveyRejected(ValueError):
-    """A survey blob that is not one this host takes (too big, not a survey, another base, malformed)."""
 
 
 def decode(blob: bytes, repository: str, base: str) -> Survey:

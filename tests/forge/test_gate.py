@@ -25,7 +25,7 @@ from git_sluice.forge.gate import (
     RAMP_WINDOW,
     GateState,
     Grant,
-    Wait,
+    Deferred,
     acquire,
     adopt,
     expire,
@@ -92,7 +92,7 @@ def test_throttle_fences_unstarted_siblings_but_not_calls_on_the_wire() -> None:
 def test_paused_caller_waits_until_the_end() -> None:
     s = fresh()
     pause(s, T0, T0 + 60)
-    assert acquire(s, T0 + 59.9, "x", T0 + 120) == Wait(T0 + 60, "paused")
+    assert acquire(s, T0 + 59.9, "x", T0 + 120) == Deferred(T0 + 60, "paused")
     assert s.held == 1
     assert "x" not in s.permits
 
@@ -103,14 +103,14 @@ def test_exactly_one_probe_then_cohorts_1_2_4_8_then_open() -> None:
     now = T0 + 60
     assert grant(s, now, "p").kind == "probe"
     w = acquire(s, now, "q", now + 60)
-    assert w == Wait(now + POLL, "probe")
+    assert w == Deferred(now + POLL, "probe")
     assert start(s, "p", now)
     assert finish(s, "p", now + 0.2, OK) == "ramp"
     for size in COHORT_SIZES:
         ids = [f"c{size}-{i}" for i in range(size)]
         for pid in ids:
             assert grant(s, now, pid).kind == "cohort"
-        assert isinstance(acquire(s, now, f"extra{size}", now + 60), Wait)
+        assert isinstance(acquire(s, now, f"extra{size}", now + 60), Deferred)
         for pid in ids:
             assert start(s, pid, now)
         effects = [finish(s, pid, now + 0.1, OK) for pid in ids]
@@ -131,7 +131,7 @@ def test_cohort_is_never_refilled() -> None:
     grant(s, now, "a")
     grant(s, now, "b")
     finish(s, "a", now, OK)  # a slot frees but the cohort does not refill
-    assert acquire(s, now, "c", now + 60) == Wait(now + POLL, "ramp")
+    assert acquire(s, now, "c", now + 60) == Deferred(now + POLL, "ramp")
     assert s.cohort_admitted == ["a", "b"]
 
 
@@ -259,8 +259,8 @@ def test_expired_probe_frees_the_probe() -> None:
     pause(s, T0, T0 + 60)
     grant(s, T0 + 60, "p", deadline=30)
     start(s, "p", T0 + 60)
-    assert acquire(s, T0 + 89, "q", T0 + 150) == Wait(T0 + 89 + POLL, "probe")
-    assert acquire(s, T0 + 89.9, "q", T0 + 150) == Wait(T0 + 90, "probe")  # never past the deadline
+    assert acquire(s, T0 + 89, "q", T0 + 150) == Deferred(T0 + 89 + POLL, "probe")
+    assert acquire(s, T0 + 89.9, "q", T0 + 150) == Deferred(T0 + 90, "probe")  # never past the deadline
     assert grant(s, T0 + 90, "q").kind == "probe"
     assert finish(s, "p", T0 + 91, OK) == "none"  # the dead probe's late answer is not the new one's
 
@@ -386,7 +386,7 @@ class GateMachine(RuleBasedStateMachine):
         pid = f"p{self.serial}"
         s = self.state
         d = acquire(s, self.now, pid, self.now + deadline)
-        if isinstance(d, Wait):
+        if isinstance(d, Deferred):
             assert d.until >= self.now or d.reason != "paused"
             return
         assert d.epoch == s.epoch

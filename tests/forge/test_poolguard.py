@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from git_sluice.forge.poolguard import Choice, PoolHosts, Standing, choose
+from git_sluice.forge.poolguard import Choice, PoolHosts, StandingPause, choose
 
 HOST = "api.github.com"
 
@@ -15,7 +15,7 @@ def pick(known, pauses, resource="core", hosts=None):
 
 
 def test_a_known_pool_is_used_whatever_stands() -> None:
-    assert pick("mine", [Standing("other", "core", 10.0)]) == Choice("mine", "known")
+    assert pick("mine", [StandingPause("other", "core", 10.0)]) == Choice("mine", "known")
 
 
 def test_nothing_standing_asks() -> None:
@@ -23,28 +23,28 @@ def test_nothing_standing_asks() -> None:
 
 
 def test_a_pause_of_the_resource_is_obeyed_the_latest_ending_one() -> None:
-    pauses = [Standing("p1", "core", 10.0), Standing("p2", "core", 20.0), Standing("p3", "graphql", 99.0)]
+    pauses = [StandingPause("p1", "core", 10.0), StandingPause("p2", "core", 20.0), StandingPause("p3", "graphql", 99.0)]
     assert pick(None, pauses) == Choice("p2", "paused")
 
 
 def test_a_pause_of_another_resource_forbids_asking_but_does_not_hold_the_call() -> None:
-    assert pick(None, [Standing("p1", "graphql", 10.0)]) == Choice("prov", "provisional")
+    assert pick(None, [StandingPause("p1", "graphql", 10.0)]) == Choice("prov", "provisional")
 
 
 def test_observe_only_and_other_api_hosts_are_not_obeyed() -> None:
-    pauses = [Standing("p1", "core", 10.0, observe_only=True), Standing("ghe", "core", 10.0)]
+    pauses = [StandingPause("p1", "core", 10.0, observe_only=True), StandingPause("ghe", "core", 10.0)]
     assert pick(None, pauses, hosts={"ghe": "ghe.corp"}) == Choice(None, "ask")
 
 
 def test_a_pool_of_unknown_host_is_obeyed() -> None:
-    assert pick(None, [Standing("p", "core", 5.0)], hosts={"x": "ghe.corp"}).how == "paused"
+    assert pick(None, [StandingPause("p", "core", 5.0)], hosts={"x": "ghe.corp"}).how == "paused"
 
 
 @given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["core", "graphql"]),
                           st.floats(0, 1e6), st.booleans())),
        st.sampled_from(["core", "graphql"]))
 def test_never_asks_while_an_enforced_pause_stands(rows, resource) -> None:
-    pauses = [Standing(p, r, u, o) for p, r, u, o in rows]
+    pauses = [StandingPause(p, r, u, o) for p, r, u, o in rows]
     choice = pick(None, pauses, resource)
     if any(not p.observe_only for p in pauses):
         assert choice.how != "ask" and choice.pool is not None

@@ -53,7 +53,12 @@ class Check:
 
 @record(frozen=True)
 class BudgetLine:
-    """One (pool, resource) allowance as doctor knows it, and where from."""
+    """One (pool, resource) allowance as doctor knows it, and where from.
+
+    A type of its own, not :class:`~git_sluice.forge.hoststore.BudgetRow`: a
+    line also comes from ``GET /rate_limit``, which has no ledger row behind
+    it (no cost, no count), and says which source and whose repository it is.
+    """
 
     pool: str
     resource: str
