@@ -25,6 +25,7 @@ from ..intake.round import Intake, RoundReport
 from .step import branch_refspecs, intake_for
 from ..records import record
 from ..remote.git import RemoteRefused, RemoteUnreachable
+from ..remote.lease import LeaseView
 from ..remote.leases import LeaseKeeper
 from ..remote.looks import SHARE_WINDOW
 from .refusal import Refusal
@@ -100,17 +101,7 @@ def drive(
                 say("reading the credentials again and trying once")
             # a look of this host's within half a tick (the watch's, at its tick) is this tick's look
             fetch_and_adopt(session, *branch_refspecs(session, chosen), share=max(SHARE_WINDOW, tick / 2))
-            try:
-                # a renewal just due waits for the tick's end, in the survey's push when one goes
-                views = keeper.ensure(chosen, fetch=False, defer=tick)
-                state.failures_said.pop("", None)
-            except (RemoteUnreachable, RemoteRefused) as exc:
-                if isinstance(exc, RemoteRefused):
-                    log.warning("the remote refused the lease: %s", exc)
-                state.say_once("", f"could not write the lease ({exc}); taking nothing in without it", say)
-                # a refused branch comes back marked blocked: it is not taken in (issue #14, point 4)
-                refused = exc.views if isinstance(exc, RemoteRefused) else None
-                views = refused if isinstance(refused, dict) and refused else keeper.read_all(chosen)
+            views = _ensure_leases(keeper, chosen, tick, state, say)
             for branch, view in views.items():
                 was = branch in held
                 if view.mine and view.live:
@@ -158,6 +149,24 @@ def drive(
         if held and let_go:
             _let_go(keeper, held, say)
     return state
+
+
+def _ensure_leases(
+    keeper: LeaseKeeper, chosen: list[str], tick: float, state: DriverState, say: Say,
+) -> dict[str, LeaseView]:
+    """The tick's lease views: take, take over, or renew what is a tick past due (the rest renews at
+    the tick's end, in the survey's push when one goes); on a failed push, the views as last read."""
+    try:
+        views = keeper.ensure(chosen, fetch=False, defer=tick)
+        state.failures_said.pop("", None)
+        return views
+    except (RemoteUnreachable, RemoteRefused) as exc:
+        if isinstance(exc, RemoteRefused):
+            log.warning("the remote refused the lease: %s", exc)
+        state.say_once("", f"could not write the lease ({exc}); taking nothing in without it", say)
+        # a refused branch comes back marked blocked: it is not taken in (issue #14, point 4)
+        refused = exc.views if isinstance(exc, RemoteRefused) else None
+        return refused if isinstance(refused, dict) and refused else keeper.read_all(chosen)
 
 
 def _renew_due(keeper: LeaseKeeper, held: set[str], state: DriverState, say: Say) -> None:

@@ -203,14 +203,12 @@ def head_states(survey: Survey) -> dict[str, str | None]:
 
 
 class SurveyPlace(Protocol):
-    """Where a repository's surveys are read and written: one of its clones on this host
-    (:class:`git_sluice.remote.surveys.SurveyRemote`); tests hand in their own."""
+    """Where the host watch reads a repository's surveys: one of its clones on this host
+    (:class:`git_sluice.remote.surveys.SurveyRemote`, which also publishes them: the driver's part,
+    :func:`git_sluice.commands.watching.publish_surveys`); tests hand in their own."""
 
     def look(self) -> bool: ...
 
     def current(self, pool: str, base: str) -> str | None: ...
 
     def read(self, oid: str) -> bytes | None: ...
-
-    def publish(self, pool: str, blobs: Mapping[str, bytes], *, expected: Mapping[str, str | None],
-                repository: str, host: str) -> dict[str, str]: ...

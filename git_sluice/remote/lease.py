@@ -210,6 +210,29 @@ def _ago(seconds: float | None) -> str:
     return "never" if seconds is None else f"{format_seconds(round(seconds, 1))} s"
 
 
+def _own_mark(
+    role: str, record: LeaseRecord, *, now_mono: float, lease: float, last_renewed: float | None, defer: float,
+) -> Decision:
+    """:func:`decide` for this host's own mark: hold, or renew (now, or at the tick's end)."""
+    if role == "step":
+        return Decision("hold", f"this host holds the lease ({record.role})")
+    write_role = "driver" if "driver" in (role, record.role) else "wait"
+    threshold = lease / 3
+    if role == "wait" and record.role == "driver":
+        threshold = 2 * lease / 3
+    if role == "driver" and record.role == "wait":
+        # as a wait's mark it could be taken over at once by another host's driver
+        return Decision("renew", "this host's wait mark becomes its driver's", write_role)
+    if last_renewed is None:
+        return Decision("renew", "this host's mark, last written at an unknown time", write_role)
+    since = now_mono - last_renewed
+    if since >= threshold + max(0.0, defer):
+        return Decision("renew", f"this host's mark, last written {_ago(since)} ago", write_role)
+    if since >= threshold:
+        return Decision("hold", f"this host's mark, written {_ago(since)} ago: renewed at the tick's end")
+    return Decision("hold", f"this host's mark, written {_ago(since)} ago")
+
+
 def decide(
     *,
     me: str,
@@ -250,23 +273,7 @@ def decide(
         return Decision("take", "no mark on the remote", write_role=role)
     record = mark.record
     if record is not None and record.holder == me:
-        if role == "step":
-            return Decision("hold", f"this host holds the lease ({record.role})")
-        write_role = "driver" if "driver" in (role, record.role) else "wait"
-        threshold = lease / 3
-        if role == "wait" and record.role == "driver":
-            threshold = 2 * lease / 3
-        if role == "driver" and record.role == "wait":
-            # as a wait's mark it could be taken over at once by another host's driver
-            return Decision("renew", "this host's wait mark becomes its driver's", write_role)
-        if last_renewed is None:
-            return Decision("renew", "this host's mark, last written at an unknown time", write_role)
-        since = now_mono - last_renewed
-        if since >= threshold + max(0.0, defer):
-            return Decision("renew", f"this host's mark, last written {_ago(since)} ago", write_role)
-        if since >= threshold:
-            return Decision("hold", f"this host's mark, written {_ago(since)} ago: renewed at the tick's end")
-        return Decision("hold", f"this host's mark, written {_ago(since)} ago")
+        return _own_mark(role, record, now_mono=now_mono, lease=lease, last_renewed=last_renewed, defer=defer)
     holder = record.holder if record is not None else "an unknown holder (not a lease record)"
     mark_lease = judged_lease(record, lease)
     if role == "driver" and record is not None and record.role == "wait":

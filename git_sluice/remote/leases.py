@@ -62,6 +62,28 @@ class _Assessment:
     decision: Decision
 
 
+def _sorted_outcomes(
+    wanted: Sequence[_Assessment], updates: Sequence[CasUpdate], outcomes: Sequence[RefOutcome],
+) -> tuple[dict[str, str], dict[str, str], list[str], list[tuple[str, CasUpdate, RefOutcome]]]:
+    """A push's outcomes per branch: the notes to show, the refused, those to read again, the raced."""
+    notes: dict[str, str] = {}
+    blocked: dict[str, str] = {}
+    reread: list[str] = []
+    raced: list[tuple[str, CasUpdate, RefOutcome]] = []
+    for assessment, update, outcome in zip(wanted, updates, outcomes):
+        action = assessment.decision.action
+        if outcome.won:
+            notes[assessment.branch] = f"{_DONE[action]}: {assessment.decision.reason}"
+        elif outcome.refused:
+            blocked[assessment.branch] = outcome.reason or outcome.summary
+        else:
+            reread.append(assessment.branch)
+            notes[assessment.branch] = f"lost the race to {action.replace('_', ' ')}; read again"
+            if outcome.lost_race and not outcome.up_to_date:
+                raced.append((assessment.branch, update, outcome))
+    return notes, blocked, reread, raced
+
+
 @record(frozen=True)
 class Riders:
     """Lease renewals to push in another push; ``started`` is before it began (monotonic), as ensure's."""
@@ -220,21 +242,7 @@ class LeaseKeeper:
         won = {o.ref: u.new for u, o in zip(updates, outcomes) if o.won}
         if won:
             self.observations.wrote(won, at=started)
-        notes: dict[str, str] = {}
-        blocked: dict[str, str] = {}
-        reread: list[str] = []
-        raced: list[tuple[str, CasUpdate, RefOutcome]] = []
-        for assessment, update, outcome in zip(wanted, updates, outcomes):
-            action = assessment.decision.action
-            if outcome.won:
-                notes[assessment.branch] = f"{_DONE[action]}: {assessment.decision.reason}"
-            elif outcome.refused:
-                blocked[assessment.branch] = outcome.reason or outcome.summary
-            else:
-                reread.append(assessment.branch)
-                notes[assessment.branch] = f"lost the race to {action.replace('_', ' ')}; read again"
-                if outcome.lost_race and not outcome.up_to_date:
-                    raced.append((assessment.branch, update, outcome))
+        notes, blocked, reread, raced = _sorted_outcomes(wanted, updates, outcomes)
         if reread:
             self.remote.fetch()
             unknown = {
