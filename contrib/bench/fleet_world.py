@@ -106,6 +106,31 @@ def app_key_pair() -> tuple[bytes, bytes]:
     return private, public
 
 
+class BenchClock(FileClock):
+    """The shared clock, where a short sleep is a poll for another actor's work, not simulated time.
+
+    The in-process hosts' work takes no simulated time: the scheduler sets the clock, runs a
+    batch's actors (threads) at that moment, and moves on. A thread that polls for another's
+    work meanwhile — a driver waiting up to 20 s for its host watch's tick that another driver
+    of the host is running (``HostWatch._wait_for_other``, 0.25 s steps), a fetch retried after
+    a lock (0.02 s steps) — moved the shared clock for every actor with each step, by as much as
+    the real seconds the other thread took: at 24 hosts, 10 drivers a host, the clock ran up to
+    minutes ahead inside a batch, every watch missed slots and leases aged. A sleep of at most
+    :data:`POLL` seconds now waits in real time (20 ms at most) and moves the clock a millisecond,
+    so such a loop still ends on its clock bound; a longer sleep (waiting out a pause, a gate's
+    1 s slices) moves the clock as before.
+    """
+
+    POLL = 0.5
+
+    def sleep(self, seconds: float) -> None:
+        if 0 < seconds <= self.POLL:
+            time.sleep(min(seconds, 0.02))
+            self.advance(0.001)
+            return
+        super().sleep(seconds)
+
+
 def make_double(clock: object, auth: str) -> tuple[GitHubDouble, bytes | None]:
     """The double for one way of authenticating: (the double, the App's private key or None)."""
     gh = GitHubDouble(clock=clock, enterprise=(auth == "ghes"))  # type: ignore[arg-type]
@@ -521,7 +546,7 @@ def world(prefix: str = "sluice-bench-", *, start: float | None = None, keep: bo
         raise ValueError(f"auth must be one of {', '.join(AUTHS)}, not {auth!r}")
     root = Path(tempfile.mkdtemp(prefix=prefix))
     clock_file = root / "clock"
-    clock = FileClock(clock_file, start=float(int(start if start is not None else time.time())))
+    clock = BenchClock(clock_file, start=float(int(start if start is not None else time.time())))
     env = _isolated_env(root, clock_file, auth)
     saved = dict(os.environ)
     os.environ.clear()
