@@ -66,7 +66,8 @@ WAIT_LIMIT = 3600.0
 class RoundRunner(Protocol):
     """What runs the round a hook asked for (``hook_step``; tests hand in their own)."""
 
-    def __call__(self, repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset()) -> object: ...
+    def __call__(self, repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset(),
+                 share: bool = False) -> object: ...
 
 
 # ----------------------------------------------------------------- pure decisions
@@ -180,6 +181,17 @@ def pushed_heads(reasons: Sequence[str]) -> frozenset[str]:
         if reason.startswith("push request head refs/heads/") and " to " in reason:
             out.add(reason[len("push request head refs/heads/"):].rsplit(" to ", 1)[0])
     return frozenset(out)
+
+
+def shares_look(reasons: Sequence[str]) -> bool:
+    """Whether the round may take a look at the remote this host took within a tick (issue 29).
+
+    Only when every reason is a push to a request's head: such a round needs the
+    leases and the pause notes, which a driver's or the host watch's look of this
+    tick holds. A fetch that moved a branch, or a push of a branch taken in, needs
+    the branch's new revision in git-sluice's own refs: its own fetch.
+    """
+    return bool(reasons) and all(r.startswith("push request head ") for r in reasons)
 
 
 def _short(ref: str) -> str:
@@ -476,8 +488,10 @@ def _ref_state(repo: Repo, refs: Sequence[str]) -> str:
     return " ".join(shown)
 
 
-def hook_step(repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset()) -> list[RoundReport]:
-    """The round a hook asks for: ``intake.step.run_rounds`` with the rounds' own fetch.
+def hook_step(repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset(),
+              share: bool = False) -> list[RoundReport]:
+    """The round a hook asks for: ``intake.step.run_rounds`` with the rounds' own fetch, or with
+    ``share`` a look of this host's within the discovery interval (:func:`shares_look`).
 
     The user's fetch no longer brings ``refs/sluice/*`` (setup adds no refspec:
     a person's fetch is the same with and without git-sluice), so the round
@@ -491,7 +505,8 @@ def hook_step(repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset()) 
 
     path = repo.workdir if repo.workdir is not None else repo.git_dir
     with open_session(path) as session:
-        reports = run_rounds(session, reason=reason, fetch=True, pushed=pushed)
+        reports = run_rounds(session, reason=reason, fetch=True, pushed=pushed,
+                             share=session.settings.discovery if share else None)
     for report in reports:
         log.info("round %s", report.summary())
     return reports
@@ -507,7 +522,7 @@ def run_round(repo: Repo, sluice_dir: Path, reasons: Sequence[str], clock: Clock
         state = ""
     write_log(sluice_dir, clock, f"hook round start reason={reason} {state}")
     try:
-        step(repo, reason=step_reason(reasons), pushed=pushed_heads(reasons))
+        step(repo, reason=step_reason(reasons), pushed=pushed_heads(reasons), share=shares_look(reasons))
     except Exception as exc:
         record_failure(sluice_dir, clock, reason=reason, error=exc)
         write_log(sluice_dir, clock, f"hook round end failed: {type(exc).__name__}: {exc}")

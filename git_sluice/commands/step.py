@@ -91,13 +91,15 @@ def run_rounds(
     deadline: float | None = None,
     fetch: bool = True,
     pushed: frozenset[str] = frozenset(),
+    share: float | None = None,
 ) -> list[RoundReport]:
     """One round per branch; the fetch of ``refs/sluice/*`` and the branches comes first.
 
-    ``pushed``: request head branches a push from this clone just moved (a hook's word)."""
+    ``pushed``: request head branches a push from this clone just moved (a hook's word).
+    ``share``: a look of this host's at the remote within that many seconds stands for the fetch."""
     chosen = list(branches or session.settings.branches)
     if fetch:
-        fetch_and_adopt(session, *branch_refspecs(session, chosen))
+        fetch_and_adopt(session, *branch_refspecs(session, chosen), share=share)
     intake, _ = intake_for(session)
     reports = []
     offered = False

@@ -115,7 +115,7 @@ def test_an_ask_made_during_a_round_runs_one_more_round(world: World, repo: Repo
     sluice = world.sluice_dir
     seen: list[str] = []
 
-    def step(_repo: object, *, reason: str, pushed: frozenset[str] = frozenset()) -> None:
+    def step(_repo: object, *, reason: str, pushed: frozenset[str] = frozenset(), share: bool = False) -> None:
         seen.append(reason)
         if len(seen) == 1:
             hookrun.ask(sluice, ["fetch refs/remotes/origin/main"])  # another runner, mid-round
@@ -139,7 +139,7 @@ def test_while_another_runner_holds_the_lock_the_ask_waits_for_it(world: World, 
         result: list[int] = []
 
         def other() -> None:  # another process's view: the lock is taken, do not wait
-            result.append(hookrun.drain(repo, sluice, FakeClock(), lambda r, *, reason, pushed=frozenset(): ran.append(reason)))
+            result.append(hookrun.drain(repo, sluice, FakeClock(), lambda r, *, reason, pushed=frozenset(), share=False: ran.append(reason)))
             done.set()
 
         thread = threading.Thread(target=other)
@@ -148,7 +148,7 @@ def test_while_another_runner_holds_the_lock_the_ask_waits_for_it(world: World, 
         thread.join()
     assert result == [0] and ran == []
     assert list(sluice.glob("hook-ask.*"))  # still there for the holder
-    assert hookrun.drain(repo, sluice, FakeClock(), lambda r, *, reason, pushed=frozenset(): ran.append(reason)) == 1
+    assert hookrun.drain(repo, sluice, FakeClock(), lambda r, *, reason, pushed=frozenset(), share=False: ran.append(reason)) == 1
     assert ran == ["hook"]
 
 
@@ -156,7 +156,7 @@ def test_a_failing_round_is_recorded_and_a_later_good_one_says_recovered(world: 
     sluice = world.sluice_dir
     clock = FakeClock(1_800_000_000.0)
 
-    def failing(_repo: object, *, reason: str, pushed: frozenset[str] = frozenset()) -> None:
+    def failing(_repo: object, *, reason: str, pushed: frozenset[str] = frozenset(), share: bool = False) -> None:
         raise RuntimeError("forge down")
 
     hookrun.ask(sluice, ["fetch refs/remotes/origin/main"])
@@ -167,7 +167,7 @@ def test_a_failing_round_is_recorded_and_a_later_good_one_says_recovered(world: 
 
     clock.advance(60)
     hookrun.ask(sluice, ["fetch refs/remotes/origin/main"])
-    hookrun.drain(repo, sluice, clock, lambda r, *, reason, pushed=frozenset(): None)
+    hookrun.drain(repo, sluice, clock, lambda r, *, reason, pushed=frozenset(), share=False: None)
     failure = hookrun.last_failure(repo)
     assert failure and failure["recovered_at"] == "2027-01-15T08:01:00Z"
 
@@ -181,7 +181,7 @@ def test_an_orphaned_inbox_is_taken_in_by_the_next_runner(world: World, repo: Re
     alive.write_text("@reference-transaction\nrefs/remotes/origin/main \n")
     reasons: list[str] = []
     rounds = hookrun.run_hook_round(
-        repo, wait_pid=None, inbox=None, clock=FakeClock(), step=lambda r, *, reason, pushed=frozenset(): reasons.append(reason)
+        repo, wait_pid=None, inbox=None, clock=FakeClock(), step=lambda r, *, reason, pushed=frozenset(), share=False: reasons.append(reason)
     )
     assert rounds == 1 and reasons == ["hook"]
     assert "reason=fetch refs/remotes/origin/main" in world.rounds()[-1]
@@ -208,7 +208,7 @@ def test_the_runner_waits_for_the_git_command_before_it_reads(world: World, repo
     clock.sleep = sleep  # type: ignore[method-assign]
     reasons: list[str] = []
     rounds = hookrun.run_hook_round(
-        repo, wait_pid=git_like.pid, inbox=inbox, clock=clock, step=lambda r, *, reason, pushed=frozenset(): reasons.append(reason)
+        repo, wait_pid=git_like.pid, inbox=inbox, clock=clock, step=lambda r, *, reason, pushed=frozenset(), share=False: reasons.append(reason)
     )
     assert len(slept) >= 5 and rounds == 1 and reasons == ["hook"]
 
@@ -216,7 +216,7 @@ def test_the_runner_waits_for_the_git_command_before_it_reads(world: World, repo
 def test_only_our_own_inboxes_are_claimed(world: World, repo: Repo, tmp_path: Path) -> None:
     elsewhere = tmp_path / "hook-in.1"
     elsewhere.write_text("@reference-transaction\nrefs/remotes/origin/main \n")
-    rounds = hookrun.run_hook_round(repo, wait_pid=None, inbox=elsewhere, clock=FakeClock(), step=lambda r, *, reason, pushed=frozenset(): None)
+    rounds = hookrun.run_hook_round(repo, wait_pid=None, inbox=elsewhere, clock=FakeClock(), step=lambda r, *, reason, pushed=frozenset(), share=False: None)
     assert rounds == 0 and elsewhere.exists()
 
 

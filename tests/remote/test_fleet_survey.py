@@ -165,3 +165,32 @@ def test_the_holders_renewal_rides_its_survey_push_so_the_fleet_pushes_once_a_ti
     assert sum(any(r.startswith("refs/sluice/intake/") for r in refs) for refs in pushes) >= 2, pushes
     record = fleet.holder()
     assert record.holder in HOSTS and record.renewal >= 3  # renewed every tick or every other: never lapsed
+
+
+def test_a_hook_round_for_a_pushed_request_head_takes_the_hosts_look_of_this_tick(fleet_factory, monkeypatch) -> None:
+    """Issue 29: one look at the remote per host and tick. A round for a push to a request's head needs
+    the leases and notes its host's driver looked at this tick; a round without ``share`` fetches."""
+    from git_sluice.commands.hookrun import shares_look
+    from git_sluice.commands.step import run_rounds
+    from git_sluice.remote.git import RemoteGit
+
+    fleet = fleet_factory(("host-a",), lease="180s")
+    ready_pr(fleet.gh, "r0")
+    session = fleet.session("host-a")
+    drive(session, max_ticks=1, let_go=False)
+    fetches: list[str] = []
+    real = RemoteGit.fetch
+
+    def counted(self: RemoteGit, *extra: str) -> None:
+        fetches.append(" ".join(extra))
+        real(self, *extra)
+
+    monkeypatch.setattr(RemoteGit, "fetch", counted)
+    fleet.clock.advance(20)  # type: ignore[attr-defined]
+    run_rounds(session, reason="push", fetch=True, pushed=frozenset({"r0"}), share=60.0)
+    assert fetches == []
+    run_rounds(session, reason="push", fetch=True, pushed=frozenset({"r0"}))
+    assert len(fetches) == 1
+    assert shares_look(["push request head refs/heads/r0 to origin"])
+    assert not shares_look(["push request head refs/heads/r0 to origin", "push refs/heads/main to origin"])
+    assert not shares_look(["fetch refs/remotes/origin/main"]) and not shares_look([])
