@@ -25,7 +25,7 @@ from ..intake.round import Intake, RoundReport
 from .step import branch_refspecs, intake_for
 from ..records import record
 from ..remote.git import RemoteRefused, RemoteUnreachable
-from ..remote.lease import LeaseView
+from ..remote.lease import LeaseView, renewal_deferral
 from ..remote.leases import LeaseKeeper
 from ..remote.looks import SHARE_WINDOW
 from .refusal import Refusal
@@ -156,8 +156,9 @@ def _ensure_leases(
 ) -> dict[str, LeaseView]:
     """The tick's lease views: take, take over, or renew what is a tick past due (the rest renews at
     the tick's end, in the survey's push when one goes); on a failed push, the views as last read."""
+    defer = renewal_deferral(lease=keeper.lease, tick=tick, margin=keeper.margin)
     try:
-        views = keeper.ensure(chosen, fetch=False, defer=tick)
+        views = keeper.ensure(chosen, fetch=False, defer=defer)
         state.failures_said.pop("", None)
         return views
     except (RemoteUnreachable, RemoteRefused) as exc:

@@ -210,6 +210,19 @@ def _ago(seconds: float | None) -> str:
     return "never" if seconds is None else f"{format_seconds(round(seconds, 1))} s"
 
 
+def renewal_deferral(*, lease: float, tick: float, margin: float) -> float:
+    """How long past due a driver may hold a renewal for its tick's end (:func:`decide`'s ``defer``).
+
+    A held renewal must never cost the tick's rounds their lease: a holder takes in
+    only while its mark is more than ``margin`` (one call's deadline) from lapsing,
+    so a renewal due at a third of the lease waits at most until two thirds of it,
+    less that margin and half a tick for the rounds' own time. A short lease (60 s,
+    a 30 s deadline) leaves nothing to wait: it renews at the tick's start, as before.
+    """
+    room = 2 * lease / 3 - margin - tick / 2
+    return max(0.0, min(tick, room))
+
+
 def _own_mark(
     role: str, record: LeaseRecord, *, now_mono: float, lease: float, last_renewed: float | None, defer: float,
 ) -> Decision:

@@ -279,6 +279,23 @@ def test_a_deferred_renewal_waits_for_the_ticks_end_and_only_a_renewal_waits(sin
         assert plain == later  # a take or a take-over is never put off
 
 
+@given(lease=st.floats(min_value=60, max_value=3600), tick_share=st.floats(min_value=0.01, max_value=1.0),
+       margin_share=st.floats(min_value=0.0, max_value=0.5))
+def test_a_held_renewal_never_costs_the_ticks_rounds_their_lease(lease: float, tick_share: float,
+                                                                  margin_share: float) -> None:
+    """A renewal held for the tick's end is at most two thirds of the lease old, less the margin the
+    rounds need and half a tick: the rounds of that tick still take in."""
+    from git_sluice.remote.lease import renewal_deferral
+
+    tick, margin = lease / 3 * tick_share, lease * margin_share
+    defer = renewal_deferral(lease=lease, tick=tick, margin=margin)
+    assert 0.0 <= defer <= tick
+    if defer > 0:
+        assert lease / 3 + defer + tick / 2 <= lease - margin + 1e-9
+    assert renewal_deferral(lease=60, tick=20, margin=30) == 0.0  # the shortest lease renews at once
+    assert renewal_deferral(lease=300, tick=60, margin=30) == 60.0  # the default waits a whole tick
+
+
 # --- views ---------------------------------------------------------------------
 
 
