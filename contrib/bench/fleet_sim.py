@@ -12,6 +12,7 @@ through simulated time; the clock is *set*.
 from __future__ import annotations
 
 import heapq
+import threading
 import itertools
 import logging
 import traceback
@@ -54,6 +55,8 @@ class Scheduler:
     steps: int = 0
 
     def __post_init__(self) -> None:
+        self._running = 0
+        self._running_lock = threading.Lock()
         self._heap: list[tuple[float, int, str, Step]] = []
         self._seq = itertools.count()
         self._pool = ThreadPoolExecutor(max_workers=self.workers) if self.workers > 1 else None
@@ -65,13 +68,23 @@ class Scheduler:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
 
+    def others_running(self) -> bool:
+        """Whether an actor other than the caller is at work in this batch (a sleep then waits for it)."""
+        with self._running_lock:
+            return self._running > 1
+
     def _run_one(self, label: str, step: Step, when: float) -> float | None:
+        with self._running_lock:
+            self._running += 1
         try:
             return step(when)
         except Exception as exc:  # an actor's crash is a finding, not the end of the run
             self.failures.append(Failure(label, f"{type(exc).__name__}: {exc}"))
             log.debug("actor %s failed:\n%s", label, traceback.format_exc())
             return None
+        finally:
+            with self._running_lock:
+                self._running -= 1
 
     def run_until(self, end: float) -> None:
         """Run every actor due before ``end``; leaves the clock at ``end``."""

@@ -107,26 +107,27 @@ def app_key_pair() -> tuple[bytes, bytes]:
 
 
 class BenchClock(FileClock):
-    """The shared clock, where a short sleep is a poll for another actor's work, not simulated time.
+    """The shared clock, where a sleep beside other actors' work waits for that work in real time.
 
     The in-process hosts' work takes no simulated time: the scheduler sets the clock, runs a
     batch's actors (threads) at that moment, and moves on. A thread that polls for another's
     work meanwhile — a driver waiting up to 20 s for its host watch's tick that another driver
     of the host is running (``HostWatch._wait_for_other``, 0.25 s steps), a fetch retried after
-    a lock (0.02 s steps) — moved the shared clock for every actor with each step, by as much as
-    the real seconds the other thread took: at 24 hosts, 10 drivers a host, the clock ran up to
-    minutes ahead inside a batch, every watch missed slots and leases aged. A sleep of at most
-    :data:`POLL` seconds now waits in real time (20 ms at most) and moves the clock a millisecond,
-    so such a loop still ends on its clock bound; a longer sleep (waiting out a pause, a gate's
-    1 s slices) moves the clock as before.
+    a lock — moved the shared clock for every actor with each step, by as much as the real
+    seconds the other thread took: at 24 hosts, 10 drivers a host, the clock ran minutes ahead
+    inside a batch, watches missed their slots and leases aged. While another actor of the batch
+    still runs (:attr:`others_running`, set by the scheduler), a sleep now waits 20 ms of real
+    time and moves the clock a millisecond; a sleep with no one else at work (a lone wait
+    sleeping to its deadline, a pause waited out) moves the clock as before.
     """
 
-    POLL = 0.5
+    others_running: Callable[[], bool] | None = None
 
     def sleep(self, seconds: float) -> None:
-        if 0 < seconds <= self.POLL:
-            time.sleep(min(seconds, 0.02))
-            self.advance(0.001)
+        busy = self.others_running
+        if seconds > 0 and busy is not None and busy():
+            time.sleep(0.02)
+            self.advance(min(seconds, 0.001))
             return
         super().sleep(seconds)
 
