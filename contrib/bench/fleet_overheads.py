@@ -43,7 +43,9 @@ def round_cpu(requests: int = 500, changed: int = 5, samples: int = 1) -> dict[s
         w.add_repo(name)
         activity = Activity(w.gh, GitWorld(w, []))
         activity.populate(name, requests, seed=6)
+        w.pack_remote_refs(name)
         host = w.add_host("host-1", hooks=False)
+        w.maintain_clone(host, name)
         clone = host.clones[name]
         env = w.host_env(host)
         out: dict[str, Any] = {"requests": requests}
@@ -103,7 +105,9 @@ def round_scaling(sizes: tuple[int, ...], changed: int = 5, samples: int = 3) ->
             w.add_repo(name)
             activity = Activity(w.gh, GitWorld(w, []))
             activity.populate(name, size, seed=6)
+            w.pack_remote_refs(name)
             host = w.add_host("host-1", hooks=False)
+            w.maintain_clone(host, name)
             clone = host.clones[name]
             env = w.host_env(host)
             runs: dict[str, list[float]] = {"first": [], "changed": [], "quiet": []}

@@ -328,6 +328,21 @@ class World:
             self.gh.add_installation(APP_ID, INSTALLATION_ID, list(self.repos))
         return spec
 
+    def pack_remote_refs(self, full_name: str) -> None:
+        """Pack the bare remote's refs, as a server's ``git gc`` keeps them: a remote with thousands
+        of request branches, each pushed as a loose ref file, made the upload-pack of every fetch
+        read thousands of files — the server's CPU, which a ``file://`` remote adds to the client's."""
+        subprocess.run(["git", "pack-refs", "--all", "--prune"], cwd=self.repos[full_name].bare,
+                       env=self.env, check=True, capture_output=True)
+
+    def maintain_clone(self, host: Host, full_name: str) -> None:
+        """Write the clone's commit-graph, as ``git gc`` (``gc.writeCommitGraph``, on by default) or
+        ``git maintenance`` leaves a clone that has lived a while. Without one, every no-op fetch's
+        connectivity check (``rev-list --objects --not --all``) parses each of the clone's ref tips:
+        0.14 s of git's CPU at 5,000 request branches, 0.02 s with the graph (docs/benchmarks.md)."""
+        subprocess.run(["git", "commit-graph", "write", "--reachable"], cwd=host.clones[full_name],
+                       env=self.host_env(host), check=True, capture_output=True)
+
     def _signature(self) -> pygit2.Signature:
         return pygit2.Signature(SIGNATURE_NAME, SIGNATURE_EMAIL, int(self.clock.time()), 0)
 
