@@ -118,11 +118,12 @@ FULL = Profile(
     # within minutes, so the conditional client spends its allowance early and waits for the reset;
     # a shorter window extrapolated to the hour would show only the waiting
     s1_conditional_window=3600.0,
-    # 5 min of warm-up: an agent whose first wait lands on a failed request ends it at once and starts
-    # the next 30 s later, whose first look reads its request once (a point); in 3 minutes the last of
-    # those chains could still be starting (a run measured one such read at 173 s), and the quiet hour
-    # measures nothing happening, agents starting new work included
-    s2=FleetSpec(repos=10, hosts=3, prs=20, waits_per_host=2, rates=QUIET, warmup=300, window=900),
+    # 17 min of warm-up, as S9's: longer than every re-check cycle (a failed head is re-checked on a
+    # back-off up to 15 minutes). With 5 minutes the window held each failed head's first re-check by the
+    # host watch, a 200 its kept answers had never seen (20 counted check-runs and statuses an hour of the
+    # 44-60 measured), which a quiet hour in steady state answers 304. An agent's chain of waits started
+    # by the warm-up (a first look at a new request, a point) is over long before too.
+    s2=FleetSpec(repos=10, hosts=3, prs=20, waits_per_host=2, rates=QUIET, warmup=1020, window=900),
     s2_conditional_window=900.0,
     s3=FleetSpec(repos=13, hosts=1, prs=20, waits_per_host=0, rates=S1_RATES, unrelated=PRODUCTION,
                  warmup=120, window=1200),
