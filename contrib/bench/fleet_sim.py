@@ -68,10 +68,11 @@ class Scheduler:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
 
-    def others_running(self) -> bool:
-        """Whether an actor other than the caller is at work in this batch (a sleep then waits for it)."""
+    def others_running(self, sleeping: int = 1) -> bool:
+        """Whether an actor other than the caller is at work in this batch (a sleep then waits for it);
+        ``sleeping``: the actors asleep on the clock now, the caller among them."""
         with self._running_lock:
-            return self._running > 1
+            return self._running - max(sleeping, 1) > 0
 
     def _run_one(self, label: str, step: Step, when: float) -> float | None:
         with self._running_lock:

@@ -116,19 +116,35 @@ class BenchClock(FileClock):
     a lock — moved the shared clock for every actor with each step, by as much as the real
     seconds the other thread took: at 24 hosts, 10 drivers a host, the clock ran minutes ahead
     inside a batch, watches missed their slots and leases aged. While another actor of the batch
-    still runs (:attr:`others_running`, set by the scheduler), a sleep now waits 20 ms of real
-    time and moves the clock a millisecond; a sleep with no one else at work (a lone wait
-    sleeping to its deadline, a pause waited out) moves the clock as before.
+    is at work — running and not itself asleep on this clock (:attr:`others_running`, set by the
+    scheduler) — a sleep now waits 20 ms of real time and moves the clock a millisecond; a sleep
+    with no one else at work (a lone wait sleeping to its deadline, a pause waited out, every
+    other actor asleep too) moves the clock as before.
     """
 
-    others_running: Callable[[], bool] | None = None
+    others_running: Callable[[int], bool] | None = None
+    """Set by the scheduler: given how many actors sleep now, whether another is still at work."""
+
+    _sleepers = 0
+    _sleepers_lock = threading.Lock()
 
     def sleep(self, seconds: float) -> None:
         busy = self.others_running
-        if seconds > 0 and busy is not None and busy():
-            time.sleep(0.02)
-            self.advance(min(seconds, 0.001))
+        if seconds <= 0 or busy is None:
+            super().sleep(seconds)
             return
+        with self._sleepers_lock:
+            type(self)._sleepers += 1
+            sleeping = type(self)._sleepers
+        try:
+            # two actors that both sleep wait for no one: only an actor at work is waited for
+            if busy(sleeping):
+                time.sleep(0.02)
+                self.advance(min(seconds, 0.001))
+                return
+        finally:
+            with self._sleepers_lock:
+                type(self)._sleepers -= 1
         super().sleep(seconds)
 
 
