@@ -34,8 +34,8 @@ from git_sluice.errors import AllowanceSpent, SluiceError, TimedOut
 from git_sluice.intake.queue import QueueStore
 from git_sluice.remote.leases import LeaseKeeper
 from git_sluice.commands.roles import drive, wait_for
-from git_sluice.commands.session import Session
-from git_sluice.commands.watching import next_wake
+from git_sluice.runtime.session import Session
+from git_sluice.runtime.watching import next_wake
 from git_sluice.intake.hostwatch import HostWatch
 
 from fleet_activity import Activity, Expectation, View, parse_time

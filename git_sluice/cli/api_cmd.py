@@ -68,7 +68,7 @@ def api_command(
     when it ends (nothing was sent).
     """
     from ..commands.call import call_github, failed, is_graphql
-    from ..commands.session import open_session
+    from ..runtime.session import open_session
     from ..countdown import Countdown
 
     setup_logging(verbose)
@@ -80,7 +80,7 @@ def api_command(
             raise click.UsageError("graphql needs -f query='…'")
         query = document
 
-    from ..commands.stopper import Stopper
+    from ..runtime.stopper import Stopper
 
     stopper = Stopper()  # SIGINT / SIGTERM end a wait within a second (exit 130), never a traceback
     stopper.install()

@@ -31,9 +31,9 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     from ..errors import Interrupted
     from ..logfile import attach_log, progress_to_log
     from ..commands.roles import Stopper, drive
-    from ..commands.session import open_session
+    from ..runtime.session import open_session
 
-    from ..commands.driverlock import DriverLock
+    from ..runtime.driverlock import DriverLock
     from ..commands.step import unknown_branches
 
     setup_logging(verbose)
@@ -80,7 +80,7 @@ def wait_command(number: int, timeout: float | None, as_json: bool, verbose: boo
     """
     from ..countdown import Countdown
     from ..commands.roles import Stopper, wait_for
-    from ..commands.session import open_session
+    from ..runtime.session import open_session
 
     setup_logging(verbose)
     stopper = Stopper()

@@ -501,7 +501,7 @@ def hook_step(repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset(),
     fail with "cannot lock ref" nor take its news away.
     """
     from .step import run_rounds
-    from .session import open_session
+    from ..runtime.session import open_session
 
     path = repo.workdir if repo.workdir is not None else repo.git_dir
     with open_session(path) as session:

@@ -28,10 +28,10 @@ from ..remote.git import RemoteRefused, RemoteUnreachable
 from ..remote.lease import LeaseView, renewal_deferral
 from ..remote.leases import LeaseKeeper
 from ..remote.looks import SHARE_WINDOW
-from .refusal import Refusal
-from .stopper import Stopper as Stopper
-from .session import Session, fetch_and_adopt, reread_credentials
-from .watching import follow_watch, next_wake, publish_surveys, tick_watch
+from ..runtime.refusal import Refusal
+from ..runtime.stopper import Stopper as Stopper
+from ..runtime.session import Session, fetch_and_adopt, reread_credentials
+from ..runtime.watching import follow_watch, next_wake, publish_surveys, tick_watch
 
 log = logging.getLogger("git_sluice")
 

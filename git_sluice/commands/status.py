@@ -16,7 +16,7 @@ from ..intake.queue import QueueStore
 from ..intake.report import RoundsLog
 from .hookrun import last_failure
 from .lease import local_keeper
-from .poolfile import recorded_pools
+from ..runtime.poolfile import recorded_pools
 
 STATES = ("ready", "waiting", "blocked", "draft")
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from ..errors import CredentialsRefused, SluiceError
 from ..remote.git import tracking_ref, tracking_refspecs
 from ..remote.leases import LeaseKeeper
-from .session import Session, fetch_and_adopt
-from .watching import publish_surveys, tick_watch, watch_for
+from ..runtime.session import Session, fetch_and_adopt
+from ..runtime.watching import publish_surveys, tick_watch, watch_for
 from ..intake.hostwatch import HostWatch
 from ..intake.round import Intake, RoundReport
 

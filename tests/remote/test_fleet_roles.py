@@ -28,7 +28,7 @@ from git_sluice.intake.queue import QueueStore
 from git_sluice.commands.step import run_rounds
 from git_sluice.remote.lease import LeaseRecord
 from git_sluice.commands.roles import Stopper, drive, wait_for
-from git_sluice.commands.session import Session, fetch_and_adopt, open_session
+from git_sluice.runtime.session import Session, fetch_and_adopt, open_session
 
 from tests.remote.conftest import Host, SkewedClock
 from tests.remote.conftest import git as _git

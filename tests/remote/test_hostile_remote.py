@@ -19,7 +19,7 @@ import pytest
 
 from git_sluice.clock import FileClock
 from git_sluice.commands.roles import drive
-from git_sluice.commands.session import fetch_and_adopt
+from git_sluice.runtime.session import fetch_and_adopt
 from git_sluice.forge.hoststore import ADOPT_HORIZON, HostStore
 
 from tests.remote.conftest import git as _git
@@ -445,7 +445,7 @@ def test_status_shows_the_last_hook_failure_at_a_time_not_an_epoch(fleet_factory
 def test_a_published_pause_stops_the_other_hosts_before_their_next_call(
     fleet_factory, git_daemon: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from git_sluice.commands.pausecheck import CHECK_INTERVAL
+    from git_sluice.runtime.pausecheck import CHECK_INTERVAL
     from git_sluice.errors import AllowanceSpent
 
     fleet = fleet_factory(("host-a", "host-b", "host-c"), url=git_daemon)
@@ -490,8 +490,8 @@ def test_a_rounds_fetch_counts_as_the_look_and_a_pause_published_after_it_is_sti
     """The fetch a round starts with brings the pool's notes: its first call sends no ls-remote (issue 15).
 
     A pause published after that fetch is seen by the first look after the interval, as before."""
-    from git_sluice.commands.pausecheck import CHECK_INTERVAL
-    from git_sluice.commands.session import fetch_and_adopt
+    from git_sluice.runtime.pausecheck import CHECK_INTERVAL
+    from git_sluice.runtime.session import fetch_and_adopt
     from git_sluice.errors import AllowanceSpent
 
     fleet = fleet_factory(("host-a", "host-b"), url=git_daemon)
