@@ -29,7 +29,7 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     another driver already runs in this clone (named by its pid).
     """
     from ..errors import Interrupted
-    from ..logfile import attach_log, progress_to_log
+    from .logfile import attach_log, progress_to_log
     from ..commands.roles import Stopper, drive
     from ..runtime.session import open_session
 
