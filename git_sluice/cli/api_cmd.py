@@ -67,7 +67,7 @@ def api_command(
     is printed); 2 usage or configuration; 3 allowance spent, the message names
     when it ends (nothing was sent).
     """
-    from ..commands.call import call_github, failed, is_graphql
+    from ..commands.api import call_github, failed, is_graphql
     from ..runtime.session import open_session
     from ..countdown import Countdown
 

@@ -14,7 +14,7 @@ from ..forge.hoststore import HostStore
 from ..intake import pace as pacing
 from ..intake.queue import QueueStore
 from ..intake.report import RoundsLog
-from .hookrun import last_failure
+from .hook_round import last_failure
 from .lease import local_keeper
 from ..runtime.poolfile import recorded_pools
 

@@ -1,5 +1,5 @@
 """A step: one round per configured branch, then exit (``git sluice intake``; the hooks'
-rounds go through :func:`git_sluice.commands.hookrun.hook_step`, which fetches less).
+rounds go through :func:`git_sluice.commands.hook_round.hook_step`, which fetches less).
 
 A step reads the lease and the pause notes in the fetch it makes anyway
 (``refs/sluice/*`` plus the branch), never pushes a mark, and takes a branch in

@@ -170,7 +170,7 @@ def test_the_holders_renewal_rides_its_survey_push_so_the_fleet_pushes_once_a_ti
 def test_a_hook_round_for_a_pushed_request_head_takes_the_hosts_look_of_this_tick(fleet_factory, monkeypatch) -> None:
     """Issue 29: one look at the remote per host and tick. A round for a push to a request's head needs
     the leases and notes its host's driver looked at this tick; a round without ``share`` fetches."""
-    from git_sluice.commands.hookrun import shares_look
+    from git_sluice.commands.hook_round import shares_look
     from git_sluice.commands.step import run_rounds
     from git_sluice.remote.git import RemoteGit
 

@@ -427,7 +427,7 @@ def test_status_shows_the_last_hook_failure_at_a_time_not_an_epoch(fleet_factory
     clock, clock_file = file_clock
     fleet = fleet_factory(("host-a", "host-b"), url=git_daemon, clock=clock)
     host = fleet.hosts["host-a"]
-    from git_sluice.commands.hookrun import FAILURE_NAME
+    from git_sluice.commands.hook_round import FAILURE_NAME
 
     sluice = host.path / ".git" / "sluice"
     sluice.mkdir(exist_ok=True)
