@@ -39,7 +39,7 @@ def run_intake(branches: Sequence[str], wait: bool, timeout: float | None, as_js
                echo: Callable[[str], None]) -> None:
     """One round per branch, then what each did through ``echo``; raises :class:`UnknownBranch` on a typo."""
     from ..runtime.session import open_session
-    from ..commands.step import run_rounds, unknown_branches
+    from ..commands.intake import run_rounds, unknown_branches
     from ..runtime.stopper import Stopper
     from ..countdown import Countdown
 

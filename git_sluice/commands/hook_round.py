@@ -500,7 +500,7 @@ def hook_step(repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset(),
     writes a ref the user's git writes, so it cannot make their next fetch
     fail with "cannot lock ref" nor take its news away.
     """
-    from .step import run_rounds
+    from .intake import run_rounds
     from ..runtime.session import open_session
 
     path = repo.workdir if repo.workdir is not None else repo.git_dir

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from git_sluice.commands.roles import drive
+from git_sluice.commands.drive import drive
 from git_sluice.runtime.session import Session, open_session
-from git_sluice.commands.step import intake_for, run_rounds
+from git_sluice.commands.intake import run_rounds
+from git_sluice.runtime.rounds import intake_for
 from git_sluice.runtime.watching import tick_watch
 from git_sluice.double.testing import ServedDouble
 from git_sluice.intake.queue import QueueStore

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from git_sluice.clock import FileClock
-from git_sluice.commands.roles import drive
+from git_sluice.commands.drive import drive
 from git_sluice.runtime.session import fetch_and_adopt
 from git_sluice.forge.hoststore import ADOPT_HORIZON, HostStore
 
@@ -283,11 +283,11 @@ def test_a_round_stops_between_calls_when_the_holders_lease_runs_out(
 ) -> None:
     """GitHub slow (35 s a call): the holder checks its own lease before each call of a round
     (here a round of the old way, with no host watch: the fallback is guarded too)."""
-    import git_sluice.commands.roles as roles_mod
-    import git_sluice.commands.step as step_mod
+    import git_sluice.commands.drive as drive_mod
+    import git_sluice.runtime.rounds as rounds_mod
 
-    monkeypatch.setattr(step_mod, "watch_for", lambda session, ticking=False: None)
-    monkeypatch.setattr(roles_mod, "tick_watch", lambda session, branches: None)
+    monkeypatch.setattr(rounds_mod, "watch_for", lambda session, ticking=False: None)
+    monkeypatch.setattr(drive_mod, "tick_watch", lambda session, branches: None)
     fleet, a = _slow_holder(fleet_factory, git_daemon)
     mark = fleet.gh.mark()
     state = drive(a, max_ticks=1, let_go=False)
