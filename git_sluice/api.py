@@ -56,7 +56,7 @@ __all__ = [
 @contextmanager
 def github(path: str | Path = ".") -> Iterator[Forge]:
     """The forge client for the clone at ``path`` (configuration and token as the CLI finds them)."""
-    from .commands.session import open_session
+    from .runtime.session import open_session
 
     with open_session(path, need_branches=False) as session:
         yield session.forge

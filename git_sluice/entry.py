@@ -22,7 +22,7 @@ HOOK_COMMAND = "_hook-round"
 NICENESS = 10
 """How far the hook runner steps back: a round is never more urgent than the user's own work."""
 WAIT_LIMIT = 3600.0
-"""The longest it waits for git (as the runner's own wait: commands/hookrun.py WAIT_LIMIT)."""
+"""The longest it waits for git (as the runner's own wait: commands/hook_round.py WAIT_LIMIT)."""
 
 
 def wait_pid_of(argv: Sequence[str]) -> int | None:

@@ -42,7 +42,7 @@ from git_sluice.forge.hoststore import HostStore, Wait
 from git_sluice.intake.round import RoundReport, RoundsLog
 from git_sluice.remote.lease import LeaseView
 from git_sluice.repo import Repo
-from git_sluice.commands.session import open_session
+from git_sluice.runtime.session import open_session
 from git_sluice.commands.setup import install
 from tests.gitutil import git, make_clone
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from git_sluice.commands.driverlock import AlreadyDriving, DriverLock
-from git_sluice.commands.refusal import BACKOFF_BASE, BACKOFF_CAP, Refusal
+from git_sluice.runtime.driverlock import AlreadyDriving, DriverLock
+from git_sluice.runtime.refusal import BACKOFF_BASE, BACKOFF_CAP, Refusal
 from git_sluice.forge.tokencache import SharedTokens
 
 

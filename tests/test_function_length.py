@@ -27,11 +27,11 @@ ALLOWED: dict[str, int] = {
     "intake/hostwatch.py:HostWatch._graphql_repos": 131,
     "intake/round.py:Intake._take_in": 117,
     "intake/hostwatch.py:HostWatch._read_moved": 96,
-    "commands/roles.py:drive": 85,
-    "commands/roles.py:wait_for": 80,
+    "commands/drive.py:drive": 85,
+    "commands/wait.py:wait_for": 80,
     "intake/watch.py:build_watch_query": 74,
     "intake/hostwatch.py:HostWatch._tick": 74,
-    "commands/roles.py:_follow_alone": 67,
+    "commands/wait.py:_follow_alone": 67,
     "intake/watch.py:parse_watch_answer": 62,
 }
 

@@ -167,7 +167,7 @@ def test_calling_github_does_not_load_httpx_s_own_command_line() -> None:
     """httpx imports its CLI (click, rich, pygments: ~40 ms) when they are installed; git-sluice never runs it."""
     code = (
         "import json, sys\n"
-        "from git_sluice.commands.session import open_session\n"
+        "from git_sluice.runtime.session import open_session\n"
         "import httpx\n"
         "print(json.dumps({'cli': sys.modules.get('httpx._main') is not None,\n"
         "                  'loaded': [m for m in ('click', 'rich', 'pygments') if m in sys.modules]}))\n"

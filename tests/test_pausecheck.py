@@ -1,4 +1,4 @@
-"""commands/pausecheck.py: one look at the remote's pause notes per interval per host, cheaply (issue 15)."""
+"""runtime/pausecheck.py: one look at the remote's pause notes per interval per host, cheaply (issue 15)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from git_sluice.commands.pausecheck import PauseChecks
+from git_sluice.runtime.pausecheck import PauseChecks
 from git_sluice.statefile import JsonDocument
 
 

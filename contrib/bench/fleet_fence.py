@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 from git_sluice.errors import AllowanceSpent, SluiceError
-from git_sluice.commands.session import fetch_and_adopt
+from git_sluice.runtime.session import fetch_and_adopt
 
 from fleet_activity import Activity, NoGit
 from fleet_baselines import Direct

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from git_sluice.commands.roles import drive
-from git_sluice.commands.step import run_rounds
+from git_sluice.commands.drive import drive
+from git_sluice.commands.intake import run_rounds
 
 from fleet_activity import Activity
 from fleet_baselines import Direct, NaivePoller

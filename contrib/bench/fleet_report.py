@@ -113,8 +113,8 @@ compressed, not the intervals.
   are real `git sluice intake` processes, their CPU taken with `wait4`.
   Leases and pause notes are real compare-and-swap pushes to the bare remotes.
 - **In-process, on the shared clock:** drivers (one session per host and
-  repository, each tick the product's `roles.drive(session, max_ticks=1)`),
-  waits (`roles.wait_for` with a 1 ms timeout, repeated at the interval the
+  repository, each tick the product's `drive.drive(session, max_ticks=1)`),
+  waits (`wait.wait_for` with a 1 ms timeout, repeated at the interval the
   wait would sleep), and the fence scenario's sibling processes (sessions with
   their own host-store connections, on threads). Sessions due at the same
   moment run together on 4 threads, except the waits' looks, which run one at a

@@ -2,10 +2,10 @@
 
 - A **driver** is an in-process session per (host, repository) — one
   ``git sluice drive`` — whose ticks are the product's own
-  ``roles.drive(session, max_ticks=1, let_go=False)`` on the discovery clock
+  ``drive.drive(session, max_ticks=1, let_go=False)`` on the discovery clock
   (``max(1 s, min(discovery, lease / 3))``, 60 s by default).
 - A **wait** is an in-process session following one request with the
-  product's ``roles.wait_for``; each look is ``wait_for`` with a one-millisecond
+  product's ``wait.wait_for``; each look is ``wait_for`` with a one-millisecond
   timeout, repeated at the interval ``wait_for`` itself sleeps (the discovery
   interval where its host takes the branch in, a quarter of it elsewhere).
   When its request reaches an outcome the wait ends and its host starts a new
@@ -33,9 +33,10 @@ from git_sluice.double import GitHubDouble
 from git_sluice.errors import AllowanceSpent, SluiceError, TimedOut
 from git_sluice.intake.queue import QueueStore
 from git_sluice.remote.leases import LeaseKeeper
-from git_sluice.commands.roles import drive, wait_for
-from git_sluice.commands.session import Session
-from git_sluice.commands.watching import next_wake
+from git_sluice.commands.drive import drive
+from git_sluice.commands.wait import wait_for
+from git_sluice.runtime.session import Session
+from git_sluice.runtime.watching import next_wake
 from git_sluice.intake.hostwatch import HostWatch
 
 from fleet_activity import Activity, Expectation, View, parse_time
@@ -293,7 +294,7 @@ class QueueWatch:
 class DriverActor:
     """One ``git sluice drive`` on one host and clone, waking when the product's drive would.
 
-    Each tick is ``roles.drive(session, max_ticks=1)``; the next is when ``drive`` itself would wake
+    Each tick is ``drive.drive(session, max_ticks=1)``; the next is when ``drive`` itself would wake
     (``watching.next_wake``: the host watch's next tick on the host's clock, with its jitter, or the
     driver's own tick for the lease renewals, whichever comes first).
     """

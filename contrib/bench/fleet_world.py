@@ -75,7 +75,7 @@ from git_sluice.double import GitHubDouble, serve
 from git_sluice.double.server import DoubleServer, _Handler
 from git_sluice.forge.hoststore import HostStore
 from git_sluice.repo import Repo
-from git_sluice.commands.session import Session, open_session
+from git_sluice.runtime.session import Session, open_session
 
 TOKEN = "bench-token-not-a-secret"
 USER = "fleet-bot"

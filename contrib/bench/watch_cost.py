@@ -44,9 +44,9 @@ def run(n: int, warmup: int, ticks: int, profile: str = "production", seed: int 
     _isolate(root)
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from git_sluice.clock import FakeClock
-    from git_sluice.commands.session import open_session
-    from git_sluice.commands.step import intake_for
-    from git_sluice.commands.watching import tick_watch
+    from git_sluice.runtime.session import open_session
+    from git_sluice.runtime.rounds import intake_for
+    from git_sluice.runtime.watching import tick_watch
     from git_sluice.double.testing import running_double
     from git_sluice.errors import SluiceError
     from git_sluice.intake.queue import QueueStore

@@ -67,8 +67,8 @@ def api_command(
     is printed); 2 usage or configuration; 3 allowance spent, the message names
     when it ends (nothing was sent).
     """
-    from ..commands.call import call_github, failed, is_graphql
-    from ..commands.session import open_session
+    from ..commands.api import call_github, failed, is_graphql
+    from ..runtime.session import open_session
     from ..countdown import Countdown
 
     setup_logging(verbose)
@@ -80,7 +80,7 @@ def api_command(
             raise click.UsageError("graphql needs -f query='…'")
         query = document
 
-    from ..commands.stopper import Stopper
+    from ..runtime.stopper import Stopper
 
     stopper = Stopper()  # SIGINT / SIGTERM end a wait within a second (exit 130), never a traceback
     stopper.install()

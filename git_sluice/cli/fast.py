@@ -140,9 +140,9 @@ def dispatch(argv: Sequence[str]) -> int | None:
     run: Callable[[], None]
     if command == "_hook-round":
         def run() -> None:
-            from ..commands import hookrun
+            from ..commands import hook_round
 
-            hookrun.main(options["wait_pid"], options["inbox"])  # type: ignore[arg-type]
+            hook_round.main(options["wait_pid"], options["inbox"])  # type: ignore[arg-type]
     elif command == "intake":
         def run() -> None:
             from .intake_run import run_intake

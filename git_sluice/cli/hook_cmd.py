@@ -2,7 +2,7 @@
 
 Hidden because no person runs it: the hooks start it in a new session with
 every standard stream on /dev/null, and it reports only to the clone's log
-(see :mod:`git_sluice.commands.hookrun`). It always exits 0.
+(see :mod:`git_sluice.commands.hook_round`). It always exits 0.
 """
 
 from __future__ import annotations
@@ -17,6 +17,6 @@ from ._group import main
 @click.option("--inbox", type=str, default=None, help="The file the hook wrote its lines into.")
 def hook_round(wait_pid: int | None, inbox: str | None) -> None:
     """Run the intake round a hook asked for, once its git command has ended."""
-    from ..commands import hookrun
+    from ..commands import hook_round as runner
 
-    hookrun.main(wait_pid, inbox)
+    runner.main(wait_pid, inbox)

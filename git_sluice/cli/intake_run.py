@@ -38,9 +38,9 @@ def setup_logging(verbose: bool = False) -> None:
 def run_intake(branches: Sequence[str], wait: bool, timeout: float | None, as_json: bool, verbose: bool,
                echo: Callable[[str], None]) -> None:
     """One round per branch, then what each did through ``echo``; raises :class:`UnknownBranch` on a typo."""
-    from ..commands.session import open_session
-    from ..commands.step import run_rounds, unknown_branches
-    from ..commands.stopper import Stopper
+    from ..runtime.session import open_session
+    from ..commands.intake import run_rounds, unknown_branches
+    from ..runtime.stopper import Stopper
     from ..countdown import Countdown
 
     setup_logging(verbose)

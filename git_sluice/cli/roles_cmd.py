@@ -29,12 +29,13 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     another driver already runs in this clone (named by its pid).
     """
     from ..errors import Interrupted
-    from ..logfile import attach_log, progress_to_log
-    from ..commands.roles import Stopper, drive
-    from ..commands.session import open_session
+    from .logfile import attach_log, progress_to_log
+    from ..commands.drive import drive
+    from ..runtime.stopper import Stopper
+    from ..runtime.session import open_session
 
-    from ..commands.driverlock import DriverLock
-    from ..commands.step import unknown_branches
+    from ..runtime.driverlock import DriverLock
+    from ..commands.intake import unknown_branches
 
     setup_logging(verbose)
     stopper = Stopper()
@@ -79,8 +80,9 @@ def wait_command(number: int, timeout: float | None, as_json: bool, verbose: boo
     failed); 2 configuration; 3 allowance spent past the timeout; 4 timed out.
     """
     from ..countdown import Countdown
-    from ..commands.roles import Stopper, wait_for
-    from ..commands.session import open_session
+    from ..commands.wait import wait_for
+    from ..runtime.stopper import Stopper
+    from ..runtime.session import open_session
 
     setup_logging(verbose)
     stopper = Stopper()

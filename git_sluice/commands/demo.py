@@ -30,10 +30,11 @@ from ..errors import AllowanceSpent, local_time
 from ..forge.hoststore import HostStore
 from ..intake.queue import QueueStore
 from ..records import record
-from .step import intake_for, run_rounds
-from .watching import tick_watch
-from .roles import drive
-from .session import Session, fetch_and_adopt, open_session
+from ..runtime.rounds import intake_for
+from .intake import run_rounds
+from ..runtime.watching import tick_watch
+from .drive import drive
+from ..runtime.session import Session, fetch_and_adopt, open_session
 
 TOKEN = "demo-token-not-a-secret"
 REPO = "octo/widgets"

@@ -310,7 +310,7 @@ def install(
     token_finder: TokenFinder = _default_token_finder,
 ) -> Report:
     """Set the clone up (idempotent). Raises ConfigError / SetupRefused (exit 2) before changing anything."""
-    from . import hookrun
+    from . import hook_round
     from ..config import load_settings
 
     report = Report(action="setup")
@@ -346,7 +346,7 @@ def install(
     if json.dumps(manifest, sort_keys=True) != before:
         _save_manifest(sluice_dir, manifest)
     # after every config change, so the hooks see a filter newer than the config
-    hookrun.refresh_filter(repo, sluice_dir)
+    hook_round.refresh_filter(repo, sluice_dir)
 
     report.add("config", "ok", f"remote {settings.remote}, branches {', '.join(settings.branches)}")
     _check_token(settings, report, token_finder)
@@ -587,9 +587,9 @@ def files_undone(remaining: bool) -> tuple[str, ...]:
     A record that still lists changes (an undo that could not finish) stays,
     so the next undo resumes from it.
     """
-    from . import hookrun
+    from . import hook_round
 
-    names = (hookrun.FILTER_NAME, hookrun.WARNED_NAME, hookrun.PUSH_MARK_NAME, hookrun.RT_SEEN_NAME)
+    names = (hook_round.FILTER_NAME, hook_round.WARNED_NAME, hook_round.PUSH_MARK_NAME, hook_round.RT_SEEN_NAME)
     return names if remaining else (*names, MANIFEST_NAME)
 
 

@@ -14,9 +14,9 @@ from ..forge.hoststore import HostStore
 from ..intake import pace as pacing
 from ..intake.queue import QueueStore
 from ..intake.report import RoundsLog
-from .hookrun import last_failure
+from .hook_round import last_failure
 from .lease import local_keeper
-from .poolfile import recorded_pools
+from ..runtime.poolfile import recorded_pools
 
 STATES = ("ready", "waiting", "blocked", "draft")
 

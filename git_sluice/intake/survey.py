@@ -205,7 +205,7 @@ def head_states(survey: Survey) -> dict[str, str | None]:
 class SurveyPlace(Protocol):
     """Where the host watch reads a repository's surveys: one of its clones on this host
     (:class:`git_sluice.remote.surveys.SurveyRemote`, which also publishes them: the driver's part,
-    :func:`git_sluice.commands.watching.publish_surveys`); tests hand in their own."""
+    :func:`git_sluice.runtime.watching.publish_surveys`); tests hand in their own."""
 
     def look(self) -> bool: ...
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from git_sluice.clock import FakeClock
-from git_sluice.commands.session import Session, open_session
-from git_sluice.commands.step import run_rounds
+from git_sluice.runtime.session import Session, open_session
+from git_sluice.commands.intake import run_rounds
 from git_sluice.double import GitHubDouble, serve
 from git_sluice.double.testing import ServedDouble
 from tests.gitutil import make_clone

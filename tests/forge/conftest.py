@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from git_sluice.double.testing import ServedDouble
-from git_sluice.commands.session import Session, open_session
+from git_sluice.runtime.session import Session, open_session
 from tests.gitutil import make_clone
 
 TOKEN = "tok-alice"

@@ -21,7 +21,7 @@ from git_sluice.forge import rules
 from git_sluice.forge.hoststore import HostStore
 from git_sluice.forge.kept import address_of
 from git_sluice.paths import host_store_path
-from git_sluice.commands.session import Session, open_session
+from git_sluice.runtime.session import Session, open_session
 
 TOKEN = "tok-alice"  # the double's test token (tests/forge/conftest.py)
 

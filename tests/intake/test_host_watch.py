@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from git_sluice.commands.roles import drive
-from git_sluice.commands.session import Session, open_session
-from git_sluice.commands.step import intake_for, run_rounds
-from git_sluice.commands.watching import tick_watch
+from git_sluice.commands.drive import drive
+from git_sluice.runtime.session import Session, open_session
+from git_sluice.commands.intake import run_rounds
+from git_sluice.runtime.rounds import intake_for
+from git_sluice.runtime.watching import tick_watch
 from git_sluice.double.testing import ServedDouble
 from git_sluice.intake.queue import QueueStore
 from git_sluice.paths import host_state_dir
@@ -216,7 +217,7 @@ def test_a_quiet_host_costs_nothing_and_the_clones_ask_no_list_of_their_own(host
 def test_ticks_follow_the_hosts_clock_with_a_stable_jitter_and_the_driver_sleeps_until_the_next(
     host_factory, github
 ) -> None:
-    from git_sluice.commands.watching import next_wake
+    from git_sluice.runtime.watching import next_wake
     from git_sluice.intake.watch import phase_of
 
     ready_pr(github.gh, "o/r1", "feat")

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from git_sluice.clock import FileClock
-from git_sluice.commands.session import Session, open_session
-from git_sluice.commands.step import run_rounds
+from git_sluice.runtime.session import Session, open_session
+from git_sluice.commands.intake import run_rounds
 from git_sluice.double.testing import ServedDouble
 from git_sluice.errors import AllowanceSpent
 from git_sluice.forge import kept as kept_module

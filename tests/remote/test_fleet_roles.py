@@ -25,10 +25,12 @@ from git_sluice.double import GitHubDouble, serve
 from git_sluice.errors import AllowanceSpent
 from git_sluice.forge.hoststore import HostStore
 from git_sluice.intake.queue import QueueStore
-from git_sluice.commands.step import run_rounds
+from git_sluice.commands.intake import run_rounds
 from git_sluice.remote.lease import LeaseRecord
-from git_sluice.commands.roles import Stopper, drive, wait_for
-from git_sluice.commands.session import Session, fetch_and_adopt, open_session
+from git_sluice.commands.drive import drive
+from git_sluice.commands.wait import wait_for
+from git_sluice.runtime.stopper import Stopper
+from git_sluice.runtime.session import Session, fetch_and_adopt, open_session
 
 from tests.remote.conftest import Host, SkewedClock
 from tests.remote.conftest import git as _git

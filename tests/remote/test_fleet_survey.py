@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from git_sluice.commands.queue import read_queues
-from git_sluice.commands.roles import drive
+from git_sluice.commands.drive import drive
 from git_sluice.intake.queue import QueueStore, to_document
 
 from tests.remote.test_fleet_roles import REPO, Fleet, fleet_factory, git, ready_pr  # noqa: F401 (the fixture)
@@ -170,8 +170,8 @@ def test_the_holders_renewal_rides_its_survey_push_so_the_fleet_pushes_once_a_ti
 def test_a_hook_round_for_a_pushed_request_head_takes_the_hosts_look_of_this_tick(fleet_factory, monkeypatch) -> None:
     """Issue 29: one look at the remote per host and tick. A round for a push to a request's head needs
     the leases and notes its host's driver looked at this tick; a round without ``share`` fetches."""
-    from git_sluice.commands.hookrun import shares_look
-    from git_sluice.commands.step import run_rounds
+    from git_sluice.commands.hook_round import shares_look
+    from git_sluice.commands.intake import run_rounds
     from git_sluice.remote.git import RemoteGit
 
     fleet = fleet_factory(("host-a",), lease="180s")

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from git_sluice.clock import FileClock
-from git_sluice.commands.roles import drive
-from git_sluice.commands.session import fetch_and_adopt
+from git_sluice.commands.drive import drive
+from git_sluice.runtime.session import fetch_and_adopt
 from git_sluice.forge.hoststore import ADOPT_HORIZON, HostStore
 
 from tests.remote.conftest import git as _git
@@ -283,11 +283,11 @@ def test_a_round_stops_between_calls_when_the_holders_lease_runs_out(
 ) -> None:
     """GitHub slow (35 s a call): the holder checks its own lease before each call of a round
     (here a round of the old way, with no host watch: the fallback is guarded too)."""
-    import git_sluice.commands.roles as roles_mod
-    import git_sluice.commands.step as step_mod
+    import git_sluice.commands.drive as drive_mod
+    import git_sluice.runtime.rounds as rounds_mod
 
-    monkeypatch.setattr(step_mod, "watch_for", lambda session, ticking=False: None)
-    monkeypatch.setattr(roles_mod, "tick_watch", lambda session, branches: None)
+    monkeypatch.setattr(rounds_mod, "watch_for", lambda session, ticking=False: None)
+    monkeypatch.setattr(drive_mod, "tick_watch", lambda session, branches: None)
     fleet, a = _slow_holder(fleet_factory, git_daemon)
     mark = fleet.gh.mark()
     state = drive(a, max_ticks=1, let_go=False)
@@ -427,7 +427,7 @@ def test_status_shows_the_last_hook_failure_at_a_time_not_an_epoch(fleet_factory
     clock, clock_file = file_clock
     fleet = fleet_factory(("host-a", "host-b"), url=git_daemon, clock=clock)
     host = fleet.hosts["host-a"]
-    from git_sluice.commands.hookrun import FAILURE_NAME
+    from git_sluice.commands.hook_round import FAILURE_NAME
 
     sluice = host.path / ".git" / "sluice"
     sluice.mkdir(exist_ok=True)
@@ -445,7 +445,7 @@ def test_status_shows_the_last_hook_failure_at_a_time_not_an_epoch(fleet_factory
 def test_a_published_pause_stops_the_other_hosts_before_their_next_call(
     fleet_factory, git_daemon: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from git_sluice.commands.pausecheck import CHECK_INTERVAL
+    from git_sluice.runtime.pausecheck import CHECK_INTERVAL
     from git_sluice.errors import AllowanceSpent
 
     fleet = fleet_factory(("host-a", "host-b", "host-c"), url=git_daemon)
@@ -490,8 +490,8 @@ def test_a_rounds_fetch_counts_as_the_look_and_a_pause_published_after_it_is_sti
     """The fetch a round starts with brings the pool's notes: its first call sends no ls-remote (issue 15).
 
     A pause published after that fetch is seen by the first look after the interval, as before."""
-    from git_sluice.commands.pausecheck import CHECK_INTERVAL
-    from git_sluice.commands.session import fetch_and_adopt
+    from git_sluice.runtime.pausecheck import CHECK_INTERVAL
+    from git_sluice.runtime.session import fetch_and_adopt
     from git_sluice.errors import AllowanceSpent
 
     fleet = fleet_factory(("host-a", "host-b"), url=git_daemon)

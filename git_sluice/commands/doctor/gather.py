@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # at run time each is imported where it is used: doctor start
     from ...forge.hoststore import BudgetRow, HostStore
     from ...remote.git import RemoteGit
     from ...repo import Repo
-    from ..session import Session
+    from ...runtime.session import Session
 
 from .checks import (
     SCRATCH_PREFIX,
@@ -237,7 +237,7 @@ def _diagnose_with(
     if settings is None:
         token_part = _guarded("token", lambda: _token_without_settings(repo, secrets))
     else:
-        from ..session import open_session
+        from ...runtime.session import open_session
 
         try:
             session = open_session(

@@ -1,223 +1,36 @@
-"""The long-lived roles: a driver holds the lease and takes branches in; a wait follows one request.
+"""``git sluice wait``: a wait follows one request to its outcome (merged, closed, ready or blocked).
 
-Both run on the injected clock, so tests run an hour of driving in a blink.
-Both survive the network and GitHub failing: a failed fetch or push keeps the
-last view and tries again next tick; a spent allowance passes the forge's
-part of a round by (said once) while the local work goes on.
+It runs on the injected clock, so tests run an hour of waiting in a blink.
+Where no driver lives it takes the branch's lease as a wait; where another
+host takes the branch in, it follows the request on this host's watch and
+asks GitHub only when the request moved.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
 from dataclasses import field
 from typing import Any
 
-from ..errors import AllowanceSpent, CredentialsRefused, Interrupted, SluiceError, TimedOut, local_time
-from ..forge.client import ForgeError, ForgeUnavailable
+from ..errors import Interrupted, SluiceError, TimedOut
 from ..intake import follow as fl
 from ..intake import graphql as gq
 from ..intake.followstore import Followed, FollowStore
 from ..intake.hostwatch import HostWatch
 from ..intake.queue import derive_state
 from ..intake.request import Request
-from ..intake.round import Intake, RoundReport
-from .step import branch_refspecs, intake_for
+from ..intake.round import Intake
 from ..records import record
 from ..remote.git import RemoteRefused, RemoteUnreachable
-from ..remote.lease import LeaseView, renewal_deferral
-from ..remote.leases import LeaseKeeper
-from ..remote.looks import SHARE_WINDOW
-from .refusal import Refusal
-from .stopper import Stopper as Stopper
-from .session import Session, fetch_and_adopt, reread_credentials
-from .watching import follow_watch, next_wake, publish_surveys, tick_watch
+from ..runtime.rounds import branch_refspecs, intake_for
+from ..runtime.session import Session, fetch_and_adopt
+from ..runtime.stopper import Stopper
+from ..runtime.watching import follow_watch
+from ._roles import Say, sleep_until
 
 log = logging.getLogger("git_sluice")
 
-Say = Callable[[str], None]
 
-
-def _sleep_until(session: Session, when: float, stopper: Stopper) -> None:
-    """Sleep on the session's clock in short steps so a stop is seen within a second."""
-    while not stopper.stopped:
-        left = when - session.clock.time()
-        if left <= 0:
-            return
-        session.clock.sleep(min(left, 1.0))
-
-
-# ---------------------------------------------------------------------- driver
-@record
-class DriverState:
-    ticks: int = 0
-    rounds: list[RoundReport] = field(default_factory=list)
-    paused_said: set[tuple[str, str]] = field(default_factory=set)
-    # the last failure said per branch (and for the lease): the same line is not said every tick
-    failures_said: dict[str, str] = field(default_factory=dict)
-
-    def say_once(self, key: str, text: str, say: Say, *, gist: str | None = None) -> None:
-        """Say ``text`` unless the same failure (``gist``, default the text) was the last said for ``key``."""
-        gist = text if gist is None else gist
-        if self.failures_said.get(key) != gist:
-            self.failures_said[key] = gist
-            say(text)
-
-
-def drive(
-    session: Session,
-    branches: Sequence[str] | None = None,
-    *,
-    stopper: Stopper | None = None,
-    say: Say = lambda text: None,
-    max_ticks: int | None = None,
-    let_go: bool = True,
-) -> DriverState:
-    """Hold the lease of each branch and take it in on the discovery clock, until stopped.
-
-    ``max_ticks`` ends after that many ticks (tests, the demo); ``let_go=False``
-    then leaves the marks standing, as a driver that will tick again would.
-    """
-    chosen = list(branches or session.settings.branches)
-    stopper = stopper or Stopper()
-    intake, keeper = intake_for(session, role="driver")
-    state = DriverState()
-    tick = max(1.0, min(session.settings.discovery, session.settings.lease / 3))
-    revs: dict[str, str | None] = {}
-    held: set[str] = set()
-    refusal = Refusal()
-    try:
-        while not stopper.stopped:
-            state.ticks += 1
-            started = session.clock.time()
-            if refusal.holding_off(started):  # refused credentials: no call, no lease, until the back-off ends
-                if max_ticks is not None and state.ticks >= max_ticks:
-                    break
-                _sleep_until(session, min(started + tick, refusal.until or started), stopper)
-                continue
-            if refusal.due(started):
-                reread_credentials(session)
-                refusal.retried()
-                say("reading the credentials again and trying once")
-            # a look of this host's within half a tick (the watch's, at its tick) is this tick's look
-            fetch_and_adopt(session, *branch_refspecs(session, chosen), share=max(SHARE_WINDOW, tick / 2))
-            views = _ensure_leases(keeper, chosen, tick, state, say)
-            for branch, view in views.items():
-                was = branch in held
-                if view.mine and view.live:
-                    held.add(branch)
-                    if not was:
-                        say(f"{branch}: holding the lease ({view.note})")
-                else:
-                    held.discard(branch)
-                    if was or state.ticks == 1:
-                        say(f"{branch}: {view.describe()}")
-            # the host watch watches every branch this driver follows: what this host holds it reads (and
-            # surveys for the fleet), what another host holds it takes from that host's survey, no call
-            watch = None
-            try:
-                watch = tick_watch(session, chosen)
-                if watch is not None:
-                    intake.watch = watch  # (a driver whose first try met a 401 started without one)
-                for branch in chosen:
-                    rev = session.repo.ref(f"refs/remotes/{session.settings.remote}/{branch}")
-                    moved = branch in revs and revs[branch] != rev
-                    revs[branch] = rev
-                    report = _driver_round(session, intake, branch, "moved" if moved else "discovery", state, say)
-                    if report is not None:
-                        state.rounds.append(report)
-                        refusal.accepted()
-                        if report.outcome in ("taken-in", "deferred"):
-                            say(report.summary())
-                        elif report.outcome == "unleased":
-                            state.say_once(branch, report.summary(), say)
-                # the heads these rounds queued as waiting: their baseline now; then what this host took
-                # in, for the hosts that mirror it (one push, where it changed, carrying the renewals
-                # the next tick would push)
-                tick_watch(session, chosen)
-                publish_surveys(session, chosen, keeper=keeper)
-                _renew_due(keeper, held, state, say)
-            except CredentialsRefused as exc:
-                until = refusal.refused(session.clock.time())
-                say(f"{exc}; asking GitHub nothing until {local_time(until)}, then reading the credentials again")
-                if held:
-                    _let_go(keeper, held, say)
-            if max_ticks is not None and state.ticks >= max_ticks:
-                break
-            _sleep_until(session, next_wake(session, watch, started, tick), stopper)
-    finally:
-        if held and let_go:
-            _let_go(keeper, held, say)
-    return state
-
-
-def _ensure_leases(
-    keeper: LeaseKeeper, chosen: list[str], tick: float, state: DriverState, say: Say,
-) -> dict[str, LeaseView]:
-    """The tick's lease views: take, take over, or renew what is a tick past due (the rest renews at
-    the tick's end, in the survey's push when one goes); on a failed push, the views as last read."""
-    defer = renewal_deferral(lease=keeper.lease, tick=tick, margin=keeper.margin)
-    try:
-        views = keeper.ensure(chosen, fetch=False, defer=defer)
-        state.failures_said.pop("", None)
-        return views
-    except (RemoteUnreachable, RemoteRefused) as exc:
-        if isinstance(exc, RemoteRefused):
-            log.warning("the remote refused the lease: %s", exc)
-        state.say_once("", f"could not write the lease ({exc}); taking nothing in without it", say)
-        # a refused branch comes back marked blocked: it is not taken in (issue #14, point 4)
-        refused = exc.views if isinstance(exc, RemoteRefused) else None
-        return refused if isinstance(refused, dict) and refused else keeper.read_all(chosen)
-
-
-def _renew_due(keeper: LeaseKeeper, held: set[str], state: DriverState, say: Say) -> None:
-    """The tick's last push: the renewals no survey carried (one push, or none)."""
-    if not held:
-        return
-    try:
-        keeper.renew_due(sorted(held))
-    except (RemoteUnreachable, RemoteRefused) as exc:
-        state.say_once("", f"could not renew the lease ({exc}); the next tick tries again", say)
-
-
-def _let_go(keeper: LeaseKeeper, held: set[str], say: Say) -> None:
-    """Delete this driver's own marks (never another's: the keeper deletes only what it wrote)."""
-    try:
-        keeper.release(sorted(held))
-        say("let go of the lease of " + ", ".join(sorted(held)))
-        held.clear()
-    except SluiceError as exc:
-        log.warning("could not let go of the lease: %s", exc)
-
-
-def _driver_round(session: Session, intake: Intake, branch: str, reason: str, state: DriverState, say: Say) -> RoundReport | None:
-    try:
-        report: RoundReport = intake.round(branch, reason=reason)
-        state.paused_said.clear()
-        if report.outcome != "unleased":  # said once by the caller, until the branch is held again
-            state.failures_said.pop(branch, None)
-        return report
-    except CredentialsRefused:
-        raise  # the driver's business: let go of the lease, back off, read the credentials again
-    except Interrupted:
-        return None  # stopped mid-round: the loop sees the stop and lets go
-    except AllowanceSpent as exc:
-        key = (exc.pool, exc.resource)
-        if key not in state.paused_said:
-            state.paused_said.add(key)
-            say(f"{branch}: {exc}; the forge's part of rounds waits, local work goes on")
-    except ForgeUnavailable as exc:
-        # the same address failing the same way each tick is one line, not one a tick (its
-        # "not asked again before" time moves on every time)
-        state.say_once(branch, f"{branch}: {exc}", say, gist=f"unavailable {exc.address} {exc.reason}")
-    except ForgeError as exc:
-        state.say_once(branch, f"{branch}: {exc}", say)
-    except SluiceError as exc:
-        state.say_once(branch, f"{branch}: round failed: {exc}", say)
-    return None
-
-
-# ------------------------------------------------------------------------ wait
 OUTCOMES = {"merged": 0, "ready": 0, "closed": 1, "blocked": 1}
 
 
@@ -318,7 +131,7 @@ def wait_for(
             target = clock.time() + interval
             if deadline is not None:
                 target = min(target, deadline)
-            _sleep_until(session, target, stopper)
+            sleep_until(session, target, stopper)
     finally:
         if took:
             try:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..forge.client import Answer
-from .session import Session
+from ..runtime.session import Session
 
 
 def is_graphql(path: str) -> bool:

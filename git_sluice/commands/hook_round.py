@@ -500,8 +500,8 @@ def hook_step(repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset(),
     writes a ref the user's git writes, so it cannot make their next fetch
     fail with "cannot lock ref" nor take its news away.
     """
-    from .step import run_rounds
-    from .session import open_session
+    from .intake import run_rounds
+    from ..runtime.session import open_session
 
     path = repo.workdir if repo.workdir is not None else repo.git_dir
     with open_session(path) as session:

@@ -55,10 +55,10 @@ class Session:
     forge_with: Callable[[KeptAnswers], Forge] | None = None
     """Another forge on the same road and credentials with kept answers elsewhere (the host watch's)."""
     watch: object | None = None
-    """The host watch this session ticks, once built (:func:`git_sluice.commands.watching.watch_for`)."""
+    """The host watch this session ticks, once built (:func:`git_sluice.runtime.watching.watch_for`)."""
     role: str = "step"
     """How this session's rounds read the leases (``driver``, ``wait``, ``step``): set by
-    :func:`git_sluice.commands.step.intake_for`; the watch's registration reads them the same way."""
+    :func:`git_sluice.runtime.rounds.intake_for`; the watch's registration reads them the same way."""
     looks: RemoteLooks | None = None
     """When this host's processes last fetched this clone's remote: a look begun a moment ago is this
     session's own (one look at a remote per host per tick, issue 29)."""

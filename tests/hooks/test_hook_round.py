@@ -12,7 +12,7 @@ import pytest
 from filelock import FileLock
 
 from tests.hooks.conftest import World
-from git_sluice.commands import hookrun
+from git_sluice.commands import hook_round
 from git_sluice.clock import FakeClock
 from git_sluice.errors import ConfigError
 from git_sluice.repo import Repo
@@ -32,47 +32,47 @@ def test_inbox_lines_are_read_per_hook() -> None:
         "@reference-transaction\nrefs/remotes/origin/main refs/sluice/intake/main \n"
         "garbage that is no line at all\n\x00\x01\n"
     )
-    calls = hookrun.parse_inbox(text)
+    calls = hook_round.parse_inbox(text)
     assert calls == [
-        hookrun.HookCall("pre-push", ("refs/heads/feature", "refs/heads/gone"), "origin", "/srv/remote.git"),
-        hookrun.HookCall("reference-transaction", ("refs/remotes/origin/main", "refs/sluice/intake/main")),
+        hook_round.HookCall("pre-push", ("refs/heads/feature", "refs/heads/gone"), "origin", "/srv/remote.git"),
+        hook_round.HookCall("reference-transaction", ("refs/remotes/origin/main", "refs/sluice/intake/main")),
     ]
-    assert hookrun.parse_inbox("") == []
-    assert hookrun.parse_inbox("\x00garbage\nrefs/heads/x\n") == []
+    assert hook_round.parse_inbox("") == []
+    assert hook_round.parse_inbox("\x00garbage\nrefs/heads/x\n") == []
 
 
 def test_what_asks_for_a_round() -> None:
-    taken = hookrun.filter_refs("origin", ["main", "release"])
+    taken = hook_round.filter_refs("origin", ["main", "release"])
     assert taken == ["refs/remotes/origin/main", "refs/remotes/origin/release"]
 
-    def decide(*calls: hookrun.HookCall, heads: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
-        return hookrun.decide(calls, remote="origin", remote_url="/srv/r.git", taken_in=taken, request_heads=heads)
+    def decide(*calls: hook_round.HookCall, heads: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
+        return hook_round.decide(calls, remote="origin", remote_url="/srv/r.git", taken_in=taken, request_heads=heads)
 
     rt = "reference-transaction"
-    assert decide(hookrun.HookCall(rt, ("refs/remotes/origin/main",))) == ["fetch refs/remotes/origin/main"]
-    assert decide(hookrun.HookCall(rt, ("refs/sluice/pause/abc/core",))) == ["fetch refs/sluice/pause/abc/core"]
-    assert decide(hookrun.HookCall(rt, ("refs/remotes/origin/side", "refs/remotes/fork/main"))) == []
+    assert decide(hook_round.HookCall(rt, ("refs/remotes/origin/main",))) == ["fetch refs/remotes/origin/main"]
+    assert decide(hook_round.HookCall(rt, ("refs/sluice/pause/abc/core",))) == ["fetch refs/sluice/pause/abc/core"]
+    assert decide(hook_round.HookCall(rt, ("refs/remotes/origin/side", "refs/remotes/fork/main"))) == []
     # a push of a branch taken in counts on sluice.remote (by name or by URL) only
-    push = hookrun.HookCall("pre-push", ("refs/heads/main",), "origin", "/srv/r.git")
+    push = hook_round.HookCall("pre-push", ("refs/heads/main",), "origin", "/srv/r.git")
     assert decide(push) == ["push refs/heads/main to origin"]
-    assert decide(hookrun.HookCall("pre-push", ("refs/heads/main",), "/srv/r.git", "/srv/r.git")) != []
-    assert decide(hookrun.HookCall("pre-push", ("refs/heads/main",), "fork", "/srv/fork.git")) == []
+    assert decide(hook_round.HookCall("pre-push", ("refs/heads/main",), "/srv/r.git", "/srv/r.git")) != []
+    assert decide(hook_round.HookCall("pre-push", ("refs/heads/main",), "fork", "/srv/fork.git")) == []
     # a queued request's head counts on any remote (a fork's head moves the request)
-    head = hookrun.HookCall("pre-push", ("refs/heads/feature",), "fork", "/srv/fork.git")
+    head = hook_round.HookCall("pre-push", ("refs/heads/feature",), "fork", "/srv/fork.git")
     assert decide(head) == []
     assert decide(head, heads={"feature"}) == ["push request head refs/heads/feature to fork"]
     assert decide(head, heads={"refs/heads/feature"}) != []
-    assert decide(hookrun.HookCall("pre-push", ("refs/tags/feature",), "origin", None), heads={"feature"}) == []
+    assert decide(hook_round.HookCall("pre-push", ("refs/tags/feature",), "origin", None), heads={"feature"}) == []
 
 
 def test_a_push_tells_the_round_to_ask_at_once() -> None:
-    assert hookrun.step_reason(["fetch refs/remotes/origin/main", "push request head refs/heads/x to fork"]) == "push"
-    assert hookrun.step_reason(["fetch refs/remotes/origin/main", "fetch refs/sluice/intake/main"]) == "hook"
+    assert hook_round.step_reason(["fetch refs/remotes/origin/main", "push request head refs/heads/x to fork"]) == "push"
+    assert hook_round.step_reason(["fetch refs/remotes/origin/main", "fetch refs/sluice/intake/main"]) == "hook"
 
 
 def test_heads_file_is_read_leniently() -> None:
     text = f"main 7 feature {SHA}\nmain x broken {SHA}\n\nmain 9 fix/it\n\x00\xff junk\n"
-    assert hookrun.parse_heads(text) == {"feature", "fix/it"}
+    assert hook_round.parse_heads(text) == {"feature", "fix/it"}
 
 
 # ------------------------------------------------------------------ failures
@@ -88,11 +88,11 @@ def test_a_failure_is_kept_for_status_without_any_token(tmp_path: Path, monkeypa
     class Fake:
         common_dir = tmp_path
 
-    assert hookrun.last_failure(Fake()) is None
+    assert hook_round.last_failure(Fake()) is None
     error = ConfigError("sluice.api", f"https://x:{token}@h", "an URL")
-    hookrun.record_failure(sluice, clock, reason="fetch refs/remotes/origin/main", error=error)
-    hookrun.write_log(sluice, clock, f"hook round end failed: {error} and {token}")
-    failure = hookrun.last_failure(Fake())
+    hook_round.record_failure(sluice, clock, reason="fetch refs/remotes/origin/main", error=error)
+    hook_round.write_log(sluice, clock, f"hook round end failed: {error} and {token}")
+    failure = hook_round.last_failure(Fake())
     assert failure is not None
     assert failure["exit_code"] == 2 and failure["at"] == "2027-01-15T08:00:00Z"
     assert failure["error"].startswith("ConfigError: sluice.api=")
@@ -100,7 +100,7 @@ def test_a_failure_is_kept_for_status_without_any_token(tmp_path: Path, monkeypa
     assert token not in everything and "Z" * 20 not in everything
 
     (sluice / "last-failure.json").write_bytes(b"\x00not json")
-    assert hookrun.last_failure(Fake()) is None
+    assert hook_round.last_failure(Fake()) is None
 
 
 # ------------------------------------------------------------------ rounds under the lock
@@ -118,10 +118,10 @@ def test_an_ask_made_during_a_round_runs_one_more_round(world: World, repo: Repo
     def step(_repo: object, *, reason: str, pushed: frozenset[str] = frozenset(), share: bool = False) -> None:
         seen.append(reason)
         if len(seen) == 1:
-            hookrun.ask(sluice, ["fetch refs/remotes/origin/main"])  # another runner, mid-round
+            hook_round.ask(sluice, ["fetch refs/remotes/origin/main"])  # another runner, mid-round
 
-    hookrun.ask(sluice, ["push refs/heads/main to origin"])
-    rounds = hookrun.drain(repo, sluice, FakeClock(), step)
+    hook_round.ask(sluice, ["push refs/heads/main to origin"])
+    rounds = hook_round.drain(repo, sluice, FakeClock(), step)
     assert rounds == 2
     assert seen == ["push", "hook"]  # the step's reasons; the log keeps the detail
     assert not list(sluice.glob("hook-ask.*"))
@@ -132,14 +132,14 @@ def test_an_ask_made_during_a_round_runs_one_more_round(world: World, repo: Repo
 def test_while_another_runner_holds_the_lock_the_ask_waits_for_it(world: World, repo: Repo) -> None:
     sluice = world.sluice_dir
     ran: list[str] = []
-    hookrun.ask(sluice, ["fetch refs/remotes/origin/main"])
-    holder = FileLock(str(sluice / hookrun.LOCK_NAME))
+    hook_round.ask(sluice, ["fetch refs/remotes/origin/main"])
+    holder = FileLock(str(sluice / hook_round.LOCK_NAME))
     with holder:
         done = threading.Event()
         result: list[int] = []
 
         def other() -> None:  # another process's view: the lock is taken, do not wait
-            result.append(hookrun.drain(repo, sluice, FakeClock(), lambda r, *, reason, pushed=frozenset(), share=False: ran.append(reason)))
+            result.append(hook_round.drain(repo, sluice, FakeClock(), lambda r, *, reason, pushed=frozenset(), share=False: ran.append(reason)))
             done.set()
 
         thread = threading.Thread(target=other)
@@ -148,7 +148,7 @@ def test_while_another_runner_holds_the_lock_the_ask_waits_for_it(world: World, 
         thread.join()
     assert result == [0] and ran == []
     assert list(sluice.glob("hook-ask.*"))  # still there for the holder
-    assert hookrun.drain(repo, sluice, FakeClock(), lambda r, *, reason, pushed=frozenset(), share=False: ran.append(reason)) == 1
+    assert hook_round.drain(repo, sluice, FakeClock(), lambda r, *, reason, pushed=frozenset(), share=False: ran.append(reason)) == 1
     assert ran == ["hook"]
 
 
@@ -159,16 +159,16 @@ def test_a_failing_round_is_recorded_and_a_later_good_one_says_recovered(world: 
     def failing(_repo: object, *, reason: str, pushed: frozenset[str] = frozenset(), share: bool = False) -> None:
         raise RuntimeError("forge down")
 
-    hookrun.ask(sluice, ["fetch refs/remotes/origin/main"])
-    assert hookrun.drain(repo, sluice, clock, failing) == 1
-    failure = hookrun.last_failure(repo)
+    hook_round.ask(sluice, ["fetch refs/remotes/origin/main"])
+    assert hook_round.drain(repo, sluice, clock, failing) == 1
+    failure = hook_round.last_failure(repo)
     assert failure and failure["error"] == "RuntimeError: forge down" and "recovered_at" not in failure
     assert any("hook round end failed: RuntimeError: forge down" in line for line in world.log_lines())
 
     clock.advance(60)
-    hookrun.ask(sluice, ["fetch refs/remotes/origin/main"])
-    hookrun.drain(repo, sluice, clock, lambda r, *, reason, pushed=frozenset(), share=False: None)
-    failure = hookrun.last_failure(repo)
+    hook_round.ask(sluice, ["fetch refs/remotes/origin/main"])
+    hook_round.drain(repo, sluice, clock, lambda r, *, reason, pushed=frozenset(), share=False: None)
+    failure = hook_round.last_failure(repo)
     assert failure and failure["recovered_at"] == "2027-01-15T08:01:00Z"
 
 
@@ -180,7 +180,7 @@ def test_an_orphaned_inbox_is_taken_in_by_the_next_runner(world: World, repo: Re
     alive = sluice / f"hook-in.{os.getpid()}"  # its git still runs: not ours to take
     alive.write_text("@reference-transaction\nrefs/remotes/origin/main \n")
     reasons: list[str] = []
-    rounds = hookrun.run_hook_round(
+    rounds = hook_round.run_hook_round(
         repo, wait_pid=None, inbox=None, clock=FakeClock(), step=lambda r, *, reason, pushed=frozenset(), share=False: reasons.append(reason)
     )
     assert rounds == 1 and reasons == ["hook"]
@@ -207,7 +207,7 @@ def test_the_runner_waits_for_the_git_command_before_it_reads(world: World, repo
 
     clock.sleep = sleep  # type: ignore[method-assign]
     reasons: list[str] = []
-    rounds = hookrun.run_hook_round(
+    rounds = hook_round.run_hook_round(
         repo, wait_pid=git_like.pid, inbox=inbox, clock=clock, step=lambda r, *, reason, pushed=frozenset(), share=False: reasons.append(reason)
     )
     assert len(slept) >= 5 and rounds == 1 and reasons == ["hook"]
@@ -216,7 +216,7 @@ def test_the_runner_waits_for_the_git_command_before_it_reads(world: World, repo
 def test_only_our_own_inboxes_are_claimed(world: World, repo: Repo, tmp_path: Path) -> None:
     elsewhere = tmp_path / "hook-in.1"
     elsewhere.write_text("@reference-transaction\nrefs/remotes/origin/main \n")
-    rounds = hookrun.run_hook_round(repo, wait_pid=None, inbox=elsewhere, clock=FakeClock(), step=lambda r, *, reason, pushed=frozenset(), share=False: None)
+    rounds = hook_round.run_hook_round(repo, wait_pid=None, inbox=elsewhere, clock=FakeClock(), step=lambda r, *, reason, pushed=frozenset(), share=False: None)
     assert rounds == 0 and elsewhere.exists()
 
 
@@ -225,17 +225,17 @@ def test_the_filter_follows_the_config(world: World, repo: Repo) -> None:
     assert (sluice / "hook-filter").read_text() == "refs/remotes/origin/main\n"
     world.git("config", "--add", "sluice.branch", "side")
     world.git("config", "--add", "sluice.branch", "main")
-    assert hookrun.refresh_filter(repo, sluice) == ("origin", ["refs/remotes/origin/side", "refs/remotes/origin/main"])
+    assert hook_round.refresh_filter(repo, sluice) == ("origin", ["refs/remotes/origin/side", "refs/remotes/origin/main"])
     assert (sluice / "hook-filter").read_text() == "refs/remotes/origin/side\nrefs/remotes/origin/main\n"
     filter_mtime = (sluice / "hook-filter").stat().st_mtime_ns
-    assert all(filter_mtime > m for m in hookrun._config_mtimes(repo))
+    assert all(filter_mtime > m for m in hook_round._config_mtimes(repo))
     # a config the round would refuse still yields a filter (the round then fails, and says why)
     world.git("config", "sluice.discovery", "abc")
-    assert hookrun.refresh_filter(repo, sluice)[1] == ["refs/remotes/origin/side", "refs/remotes/origin/main"]
+    assert hook_round.refresh_filter(repo, sluice)[1] == ["refs/remotes/origin/side", "refs/remotes/origin/main"]
 
 
 def test_the_failure_file_is_json_status_can_read(world: World, repo: Repo) -> None:
-    hookrun.record_failure(world.sluice_dir, FakeClock(), reason="r", error=ValueError("v"))
+    hook_round.record_failure(world.sluice_dir, FakeClock(), reason="r", error=ValueError("v"))
     data = json.loads((world.sluice_dir / "last-failure.json").read_text())
     assert set(data) == {"time", "at", "reason", "error", "exit_code"}
 
@@ -251,14 +251,14 @@ def test_a_hook_round_reads_the_settings_once(world: World, repo: Repo, monkeypa
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     inbox = world.sluice_dir / "hook-in.1"
     inbox.write_text("@reference-transaction\nrefs/remotes/origin/main \n")
-    rounds = hookrun.run_hook_round(repo, wait_pid=None, inbox=inbox, clock=FakeClock())
+    rounds = hook_round.run_hook_round(repo, wait_pid=None, inbox=inbox, clock=FakeClock())
     assert rounds == 1 and len(reads) == 1, reads
     config.load_settings(repo.workdir, need_branches=False)  # outside a hook round: read afresh
     assert len(reads) == 2
 
 
 def test_the_pushed_request_heads_are_named_for_the_round() -> None:
-    from git_sluice.commands.hookrun import pushed_heads
+    from git_sluice.commands.hook_round import pushed_heads
 
     reasons = ["push refs/heads/main to origin", "push request head refs/heads/feat/x to origin",
                "push request head refs/heads/y to my fork", "fetch refs/sluice/intake/main"]
@@ -267,7 +267,7 @@ def test_the_pushed_request_heads_are_named_for_the_round() -> None:
 
 
 def test_the_late_start_markers_are_no_hook_call() -> None:
-    from git_sluice.commands.hookrun import parse_inbox
+    from git_sluice.commands.hook_round import parse_inbox
 
     calls = parse_inbox(f"@late\n@pre-push origin\n@url /r.git\nrefs/heads/f {'1' * 40} refs/heads/f {'2' * 40}\n"
                         "@waiter\n@reference-transaction\nrefs/remotes/origin/main \n")

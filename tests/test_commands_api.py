@@ -1,4 +1,4 @@
-"""commands/call.py: what counts as a failed ``git sluice api`` answer (exit 1), decided without I/O."""
+"""commands/api.py: what counts as a failed ``git sluice api`` answer (exit 1), decided without I/O."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from git_sluice.commands.call import failed, is_graphql
+from git_sluice.commands.api import failed, is_graphql
 from git_sluice.forge.client import Answer
 
 
