@@ -158,7 +158,8 @@ def _renew_due(keeper: LeaseKeeper, held: set[str], state: DriverState, say: Say
         return
     try:
         keeper.renew_due(sorted(held))
-    except (RemoteUnreachable, RemoteRefused) as exc:
+    except (SluiceError, OSError) as exc:  # a push that fails, a record or an observation not written
+        # the tick's start renews what is then overdue; nothing here may end the driver
         state.say_once("", f"could not renew the lease ({exc}); the next tick tries again", say)
 
 
