@@ -183,15 +183,26 @@ def pushed_heads(reasons: Sequence[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-def shares_look(reasons: Sequence[str]) -> bool:
+def shares_look(reasons: Sequence[str], remote: str | None) -> bool:
     """Whether the round may take a look at the remote this host took within a tick (issue 29).
 
-    Only when every reason is a push to a request's head: such a round needs the
-    leases and the pause notes, which a driver's or the host watch's look of this
-    tick holds. A fetch that moved a branch, or a push of a branch taken in, needs
-    the branch's new revision in git-sluice's own refs: its own fetch.
+    Every reason but a push of a branch taken in to anything other than
+    ``remote`` by name: the round needs the leases and the pause notes, which a
+    driver's or the host watch's look of this tick holds, and a branch's new
+    revision, which the user's own command has just brought into
+    ``refs/remotes/<remote>/`` (a fetch, or a push to the remote by name, which
+    git follows by moving the remote-tracking ref; :mod:`git_sluice.runtime.tracking`
+    takes it from there). A push by URL moves no remote-tracking ref: that round fetches.
     """
-    return bool(reasons) and all(r.startswith("push request head ") for r in reasons)
+    if not reasons:
+        return False
+    for reason in reasons:
+        if reason.startswith("push request head ") or reason.startswith("fetch "):
+            continue
+        if reason.startswith("push ") and remote is not None and reason.endswith(f" to {remote}"):
+            continue
+        return False
+    return True
 
 
 def _short(ref: str) -> str:
@@ -491,7 +502,8 @@ def _ref_state(repo: Repo, refs: Sequence[str]) -> str:
 def hook_step(repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset(),
               share: bool = False) -> list[RoundReport]:
     """The round a hook asks for: ``intake.step.run_rounds`` with the rounds' own fetch, or with
-    ``share`` a look of this host's within the discovery interval (:func:`shares_look`).
+    ``share`` a look of this host's within the discovery interval (:func:`shares_look`), the
+    branches' new revisions taken from the user's remote-tracking refs (:mod:`..runtime.tracking`).
 
     The user's fetch no longer brings ``refs/sluice/*`` (setup adds no refspec:
     a person's fetch is the same with and without git-sluice), so the round
@@ -502,9 +514,12 @@ def hook_step(repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset(),
     """
     from .intake import run_rounds
     from ..runtime.session import open_session
+    from ..runtime.tracking import adopt_user_tracking
 
     path = repo.workdir if repo.workdir is not None else repo.git_dir
     with open_session(path) as session:
+        if share:  # the branch's new revision from the user's command; else the round's own fetch
+            share = adopt_user_tracking(session.repo, session.settings.remote, session.settings.branches)
         reports = run_rounds(session, reason=reason, fetch=True, pushed=pushed,
                              share=session.settings.discovery if share else None)
     for report in reports:
@@ -515,14 +530,15 @@ def hook_step(repo: Repo, *, reason: str, pushed: frozenset[str] = frozenset(),
 def run_round(repo: Repo, sluice_dir: Path, reasons: Sequence[str], clock: Clock, step: RoundRunner) -> bool:
     """One round for every configured branch; a failure is logged and kept, never raised."""
     reason = "; ".join(reasons) or "hook"
+    remote: str | None = None
     try:
-        _, refs = refresh_filter(repo, sluice_dir)
+        remote, refs = refresh_filter(repo, sluice_dir)
         state = _ref_state(repo, refs)
     except Exception:
         state = ""
     write_log(sluice_dir, clock, f"hook round start reason={reason} {state}")
     try:
-        step(repo, reason=step_reason(reasons), pushed=pushed_heads(reasons), share=shares_look(reasons))
+        step(repo, reason=step_reason(reasons), pushed=pushed_heads(reasons), share=shares_look(reasons, remote))
     except Exception as exc:
         record_failure(sluice_dir, clock, reason=reason, error=exc)
         write_log(sluice_dir, clock, f"hook round end failed: {type(exc).__name__}: {exc}")

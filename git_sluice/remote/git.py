@@ -281,8 +281,7 @@ class RemoteGit:
             "--no-recurse-submodules",
             "--refmap=",
             self.remote,
-            *self.sluice_refspecs(),
-            *extra_refspecs,
+            *dict.fromkeys([*self.sluice_refspecs(), *extra_refspecs]),  # each once, whoever asked
         ]
         attempts = 4
         for attempt in range(1, attempts + 1):

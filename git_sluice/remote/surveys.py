@@ -79,7 +79,8 @@ class SurveyRemote:
     def look(self) -> bool:
         """Bring the remote's refs this tick, or take a look begun a moment ago; False when it failed."""
         try:
-            self.looks.share_or_fetch(self.key, self.needs(), SHARE_WINDOW, lambda: self.git.fetch(*self.refspecs))
+            self.looks.share_or_fetch(self.key, self.needs(), SHARE_WINDOW,
+                                     lambda riders: self.git.fetch(*self.refspecs, *riders))
             return True
         except (SluiceError, OSError) as exc:
             log.info("could not look at %s for the fleet's survey: %s", self.remote_name, exc)

@@ -307,7 +307,7 @@ def fetch_and_adopt(session: Session, *extra_refspecs: str, share: float | None 
             key = look_key(session.repo.common_dir, session.settings.remote)
             shared = session.looks.share_or_fetch(
                 key, [*session.remote.sluice_refspecs(), *extra_refspecs], share,
-                lambda: session.remote.fetch(*extra_refspecs),
+                lambda riders: session.remote.fetch(*extra_refspecs, *riders),
             )
             if shared is not None:  # the host watch, or another process, fetched all this a moment ago
                 session.remote.fetched_elsewhere(shared)

@@ -191,6 +191,7 @@ def test_a_hook_round_for_a_pushed_request_head_takes_the_hosts_look_of_this_tic
     assert fetches == []
     run_rounds(session, reason="push", fetch=True, pushed=frozenset({"r0"}))
     assert len(fetches) == 1
-    assert shares_look(["push request head refs/heads/r0 to origin"])
-    assert not shares_look(["push request head refs/heads/r0 to origin", "push refs/heads/main to origin"])
-    assert not shares_look(["fetch refs/remotes/origin/main"]) and not shares_look([])
+    assert shares_look(["push request head refs/heads/r0 to origin"], "origin")
+    assert not shares_look(["push request head refs/heads/r0 to origin", "push refs/heads/main to /srv/r.git"],
+                           "origin")
+    assert not shares_look([], "origin")
