@@ -95,6 +95,9 @@ class FileClock:
     the shared time for everyone, exactly as a :class:`FakeClock` does in-process.
     """
 
+    KIND = "FileClock"
+    """Every clock reading the same file is one kind (:func:`clock_kind`), a subclass too."""
+
     def __init__(self, path: str | os.PathLike[str], start: float | None = None) -> None:
         self.path = Path(path)
         if start is not None:
@@ -166,6 +169,17 @@ def parse_rfc3339(text: str) -> float:
     if value.tzinfo is None:
         raise ValueError(f"{text!r} has no time zone")
     return value.timestamp()
+
+
+def clock_kind(clock: Clock) -> str:
+    """Which readings can be compared with ``clock``'s: kept beside a monotonic time in a shared file.
+
+    Its class's name, unless the class says which time it keeps (``KIND``): a
+    benchmark's in-process clock over the shared file reads the same time as
+    the subprocesses' :class:`FileClock`, so what one saw the other may use.
+    """
+    kind = getattr(type(clock), "KIND", None)
+    return kind if isinstance(kind, str) else type(clock).__qualname__
 
 
 def default_clock() -> Clock:

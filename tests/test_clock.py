@@ -32,3 +32,18 @@ def test_file_clock_is_shared_and_never_goes_back(tmp_path, monkeypatch) -> None
     assert isinstance(default_clock(), FileClock)
     monkeypatch.delenv("GIT_SLUICE_TEST_CLOCK")
     assert isinstance(default_clock(), SystemClock)
+
+
+def test_a_clock_over_the_shared_file_is_one_kind_whatever_its_class(tmp_path) -> None:
+    """Readings kept beside their clock's kind (remote looks, lease observations) are compared only within
+    a kind: a subclass of the file clock (the benchmark's) reads the same time as the subprocesses' one."""
+    from git_sluice.clock import FakeClock, FileClock, SystemClock, clock_kind
+
+    class Bench(FileClock):
+        pass
+
+    class Other(FakeClock):
+        pass
+
+    assert clock_kind(Bench(tmp_path / "c", start=5.0)) == clock_kind(FileClock(tmp_path / "c")) == "FileClock"
+    assert len({clock_kind(SystemClock()), clock_kind(FakeClock()), clock_kind(Other()), "FileClock"}) == 4

@@ -35,7 +35,7 @@ from pathlib import Path
 from collections.abc import Callable
 
 from ..boot import boot_id as system_boot_id
-from ..clock import Clock
+from ..clock import Clock, clock_kind
 from ..errors import StateError
 from ..statefile import JsonDocument, file_lock, held
 
@@ -68,7 +68,7 @@ class RemoteLooks:
         self._doc = JsonDocument(self.dir / FILE_NAME, what="remote looks")
         self.clock = clock
         self.boot = boot if boot is not None else system_boot_id()
-        self.kind = type(clock).__qualname__
+        self.kind = clock_kind(clock)
 
     def noted(self, key: str, started: float, refspecs: Sequence[str]) -> None:
         """A fetch of ``key`` that began at ``started`` (monotonic) brought ``refspecs``."""

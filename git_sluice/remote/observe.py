@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..clock import Clock
+from ..clock import Clock, clock_kind
 from ..boot import boot_id as system_boot_id
 from ..statefile import JsonDocument
 from .lease import Observation
@@ -45,7 +45,7 @@ class ObservationStore:
         self.clock = clock
         self.boot = boot if boot is not None else system_boot_id()
         # readings of different clocks are never compared (only one kind runs in production)
-        self.clock_kind = type(clock).__qualname__
+        self.clock_kind = clock_kind(clock)
         self._doc = JsonDocument(self.path, what="lease observations")
 
     # --- file ----------------------------------------------------------------
