@@ -287,6 +287,25 @@ class AllowanceSpent(ForgeError):
         )
 
 
+class WriteDeferred(ForgeError):
+    """A write whose slot (GitHub's pace for writes, or the pool's admission) is beyond the caller's patience.
+
+    Nothing was sent; ``until`` is when the slot comes (this host's clock).
+    """
+
+    exit_code = 3
+
+    def __init__(self, pool: str, until: float, wait: float) -> None:
+        self.pool = pool
+        self.until = until
+        self.wait = wait
+        super().__init__(
+            f"this write would go at {local_time(until)} (in {wait:.0f} s), past its patience "
+            f"(sluice.writePatience): GitHub's pace for writes of pool {pool} (1 s apart, 80 a minute, "
+            "500 an hour of content-creating ones) or the pool's admission (sluice.writeRate); not sent"
+        )
+
+
 class ForeignURL(ForgeError):
     """A full URL outside the configured endpoints: the token is never sent there."""
 

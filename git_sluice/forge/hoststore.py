@@ -38,7 +38,7 @@ from ..errors import HostStoreCorrupt as _Corrupt
 from ..errors import HostStoreError as HostStoreError
 from ..records import record
 from ..statefile import FileLock, LockTimeout
-from . import gate, rules
+from . import gate, pacing, rules
 
 log = logging.getLogger("git_sluice")
 
@@ -48,7 +48,8 @@ this long after this host first saw its note, whatever the note says (issue #14,
 _SANE_SPAN = ADOPT_HORIZON + rules.JITTER_SPAN + 60.0
 """A stored pause ending later than this from now came from no rule of this host: it is discarded."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: the writes table (the host's write slots, forge/pacing.py)."""
 DEFAULT_BUSY_TIMEOUT = 10.0
 LEDGER_BUCKET = 60  # seconds per ledger bucket: "the last hour" is then exact to a minute
 LEDGER_KEEP = 2 * 86400
@@ -91,6 +92,12 @@ CREATE TABLE IF NOT EXISTS counters (
     value INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (pool, resource, name)
 );
+CREATE TABLE IF NOT EXISTS writes (
+    pool TEXT NOT NULL,
+    at REAL NOT NULL,
+    creating INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS writes_by_pool ON writes (pool, at);
 """
 
 
@@ -99,6 +106,7 @@ _SCHEMA_PROBES = (
     "SELECT pool, resource, lim, remaining, used, reset, observed_at FROM rates LIMIT 0",
     "SELECT pool, resource, bucket, counted, cost FROM ledger LIMIT 0",
     "SELECT pool, resource, name, value FROM counters LIMIT 0",
+    "SELECT pool, at, creating FROM writes LIMIT 0",
 )
 """Every column this module reads, asked for once per open (no rows read): a file with
 another schema is told apart at once, not at the first query that needs a missing column."""
@@ -158,6 +166,19 @@ class PauseView:
     held: int
     paused_at: float | None = None
     cohort_size: int | None = None  # during the ramp: the size of the cohort now admitted
+
+
+@record(frozen=True)
+class WriteSlot:
+    """When a write may go (``at``, on the store's clock read at ``now``) and whether it was kept."""
+
+    at: float
+    now: float
+    granted: bool
+
+    @property
+    def wait(self) -> float:
+        return max(self.at - self.now, 0.0)
 
 
 @record(frozen=True)
@@ -674,6 +695,37 @@ class HostStore:
             for pool, resource, name, value in conn.execute("SELECT pool, resource, name, value FROM counters"):
                 out.setdefault((pool, resource), {})[name] = value
             return out
+
+        return self._run(op)
+
+    # --- write slots (forge/pacing.py) ----------------------------------------------------
+
+    def reserve_write(self, pool: str, *, creating: bool, rules: pacing.WriteRules, patience: float) -> WriteSlot:
+        """A slot for one write of ``pool``, given in one transaction with every other process's.
+
+        Granted (and kept, so later writes go after it) only when it comes within
+        ``patience`` seconds; otherwise nothing is kept and the slot says when to
+        come back. Slots older than the rules' span are dropped; one read from a
+        clock that went back is dropped too (a slot far in the future would stop
+        the pool's writes for no reason).
+        """
+
+        def op(conn: sqlite3.Connection) -> WriteSlot:
+            with self._write(conn):
+                now = self.clock.time()
+                conn.execute("DELETE FROM writes WHERE pool = ? AND (at <= ? OR at > ?)",
+                             (pool, now - rules.span, now + rules.span))
+                history = [pacing.Written(at=float(at), creating=bool(c)) for at, c in conn.execute(
+                    "SELECT at, creating FROM writes WHERE pool = ?", (pool,))]
+                slot = pacing.next_slot(history, now, creating, rules)
+                granted = slot - now <= patience
+                if granted:
+                    conn.execute("INSERT INTO writes (pool, at, creating) VALUES (?, ?, ?)",
+                                 (pool, slot, int(creating)))
+                    self._count(conn, pool, "writes", "paced" if slot > now else "written")
+                else:
+                    self._count(conn, pool, "writes", "deferred")
+                return WriteSlot(at=slot, now=now, granted=granted)
 
         return self._run(op)
 

@@ -1,0 +1,76 @@
+"""``serve`` relays GitHub's API down the forge's road; what reached the double is read from its ledger."""
+
+from __future__ import annotations
+
+import json
+
+from tests.serve.conftest import TOKEN, Served
+
+
+def test_a_repeated_get_reaches_github_as_a_304(served: Served) -> None:
+    gh = served.github.gh
+    mark = gh.mark()
+    with served.unix() as client:
+        first = client.get("/repos/o/r/pulls", headers={"Authorization": f"token {TOKEN}"})
+        second = client.get("/repos/o/r/pulls", headers={"Authorization": f"token {TOKEN}"})
+    assert first.status_code == second.status_code == 200
+    assert first.json() == second.json() == []
+    calls = [c for c in gh.ledger[mark:] if c.path.startswith("/repos/o/r/pulls")]
+    assert [c.status for c in calls] == [200, 304] and [c.counted for c in calls] == [True, False]
+    assert second.headers["x-sluice"] == "304"
+
+
+def test_a_tcp_call_without_a_token_is_refused_and_reaches_nothing(served: Served) -> None:
+    gh = served.github.gh
+    mark = gh.mark()
+    with served.tcp(token=None) as client:
+        answer = client.get("/repos/o/r/pulls")
+    assert answer.status_code == 401
+    assert "Requires authentication" in answer.json()["message"]
+    assert gh.ledger[mark:] == []
+
+
+def test_the_socket_without_a_token_goes_with_the_hosts_credentials(served: Served) -> None:
+    with served.unix() as client:
+        answer = client.get("/user")
+    assert answer.status_code == 200 and answer.json()["login"] == "alice"
+
+
+def test_a_path_that_could_leave_the_api_is_refused(served: Served) -> None:
+    gh = served.github.gh
+    mark = gh.mark()
+    import http.client
+
+    for path in ("/api/v3/%2e%2e/%2e%2e/x", "/repos/o/../../x", "/repos/%252e%252e/x"):
+        conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)  # sends the path as it is
+        conn.request("GET", path, headers={"Authorization": f"token {TOKEN}"})
+        assert conn.getresponse().status == 400, path
+        conn.close()
+    assert gh.ledger[mark:] == []
+
+
+def test_identical_graphql_queries_are_answered_once_within_the_window(served: Served) -> None:
+    gh = served.github.gh
+    mark = gh.mark()
+    body = {"query": "query { viewer { login } }"}
+    with served.tcp() as client:
+        answers = [client.post("/graphql", json=body) for _ in range(3)]
+        enterprise = client.post("/api/graphql", json=body)
+    assert all(a.status_code == 200 for a in answers + [enterprise])
+    assert [a.json()["data"]["viewer"]["login"] for a in answers] == ["alice"] * 3
+    assert len([c for c in gh.ledger[mark:] if c.resource == "graphql"]) == 1
+    assert answers[1].headers["x-sluice"] == "kept" and "x-sluice-age" in answers[1].headers
+    served.github.clock.advance(31)  # type: ignore[attr-defined]
+    with served.tcp() as client:
+        client.post("/graphql", json=body)
+    assert len([c for c in gh.ledger[mark:] if c.resource == "graphql"]) == 2
+
+
+def test_metrics_count_what_passed_and_name_no_token(served: Served) -> None:
+    with served.tcp() as client:
+        client.get("/repos/o/r")
+        client.get("/repos/o/r")
+        text = client.get("/metrics").text
+    assert "sluice_serve_calls_total" in text and 'answer="not_modified"' in text
+    assert TOKEN not in text
+    json.dumps(text)
