@@ -8,6 +8,7 @@ See docs/serve.md.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import click
@@ -53,5 +54,7 @@ def serve_command(socket_path: Path | None, port: int | None, bind: str, no_sock
 
     stopper = Stopper()
     stopper.install()
-    with open_session(need_branches=False, cancel=stopper.event) as session:
-        serve(session, state_dir=state_dir, socket=socket, port=port, host=bind, stopper=stopper, ready=ready)
+    draining = threading.Event()  # not the stopper's: a stop lets the calls in flight finish first
+    with open_session(need_branches=False, cancel=draining) as session:
+        serve(session, state_dir=state_dir, socket=socket, port=port, host=bind, stopper=stopper, ready=ready,
+              cancel=draining)

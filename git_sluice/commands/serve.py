@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,8 +56,12 @@ def record_path(state_dir: Path, socket: Path | None, port: int | None) -> Path:
 
 
 def serve(session: Session, *, state_dir: Path, socket: Path | None, port: int | None, host: str = "127.0.0.1",
-          stopper: Stopper, ready: Callable[[Serving], None] = lambda s: None) -> dict[str, int]:
-    """Answer until stopped; returns the calls answered, by kind. Raises ServeRefused before listening."""
+          stopper: Stopper, ready: Callable[[Serving], None] = lambda s: None,
+          cancel: threading.Event | None = None) -> dict[str, int]:
+    """Answer until stopped; returns the calls answered, by kind. Raises ServeRefused before listening.
+
+    ``cancel``: the session's own cancel event (``open_session(cancel=…)``), set only when calls still
+    wait past the stop's grace (a stop never cuts a call that is on the wire)."""
     if socket is None and port is None:
         raise ServeRefused("nothing to listen on: give --socket, --port, or neither (the default socket)")
     lock = PidLock(f"{socket}.lock") if socket is not None else None
@@ -79,7 +84,8 @@ def serve(session: Session, *, state_dir: Path, socket: Path | None, port: int |
         log.info("serve: %s: stopping (calls in flight finish)", stopper.name)
     finally:
         if listening is not None:
-            listening.stop()
+            listening.stop(grace=session.settings.write_patience + session.forge.timeout,
+                           overdue=cancel.set if cancel is not None else (lambda: None))
         relay.close()
         if path is not None:
             try:

@@ -95,7 +95,8 @@ CREATE TABLE IF NOT EXISTS counters (
 CREATE TABLE IF NOT EXISTS writes (
     pool TEXT NOT NULL,
     at REAL NOT NULL,
-    creating INTEGER NOT NULL
+    creating INTEGER NOT NULL,
+    ended REAL
 );
 CREATE INDEX IF NOT EXISTS writes_by_pool ON writes (pool, at);
 """
@@ -106,7 +107,7 @@ _SCHEMA_PROBES = (
     "SELECT pool, resource, lim, remaining, used, reset, observed_at FROM rates LIMIT 0",
     "SELECT pool, resource, bucket, counted, cost FROM ledger LIMIT 0",
     "SELECT pool, resource, name, value FROM counters LIMIT 0",
-    "SELECT pool, at, creating FROM writes LIMIT 0",
+    "SELECT rowid, pool, at, creating, ended FROM writes LIMIT 0",
 )
 """Every column this module reads, asked for once per open (no rows read): a file with
 another schema is told apart at once, not at the first query that needs a missing column."""
@@ -175,6 +176,7 @@ class WriteSlot:
     at: float
     now: float
     granted: bool
+    ident: int | None = None
 
     @property
     def wait(self) -> float:
@@ -705,9 +707,9 @@ class HostStore:
 
         Granted (and kept, so later writes go after it) only when it comes within
         ``patience`` seconds; otherwise nothing is kept and the slot says when to
-        come back. Slots older than the rules' span are dropped; one read from a
-        clock that went back is dropped too (a slot far in the future would stop
-        the pool's writes for no reason).
+        come back. Slots older than the rules' span are dropped, and so is one
+        further ahead than the span (a clock that went back must not stop the
+        pool's writes for an hour).
         """
 
         def op(conn: sqlite3.Connection) -> WriteSlot:
@@ -719,15 +721,38 @@ class HostStore:
                     "SELECT at, creating FROM writes WHERE pool = ?", (pool,))]
                 slot = pacing.next_slot(history, now, creating, rules)
                 granted = slot - now <= patience
+                ident = None
                 if granted:
-                    conn.execute("INSERT INTO writes (pool, at, creating) VALUES (?, ?, ?)",
-                                 (pool, slot, int(creating)))
+                    ident = conn.execute("INSERT INTO writes (pool, at, creating) VALUES (?, ?, ?)",
+                                         (pool, slot, int(creating))).lastrowid
                     self._count(conn, pool, "writes", "paced" if slot > now else "written")
                 else:
                     self._count(conn, pool, "writes", "deferred")
-                return WriteSlot(at=slot, now=now, granted=granted)
+                return WriteSlot(at=slot, now=now, granted=granted, ident=ident)
 
         return self._run(op)
+
+    def write_clear(self, pool: str, slot: WriteSlot, rules: pacing.WriteRules) -> float | None:
+        """When the write of ``slot`` may go, now that its slot has come (:func:`pacing.clear_from`)."""
+
+        def op(conn: sqlite3.Connection) -> float | None:
+            earlier = [pacing.Written(at=float(at), creating=bool(c), ended=ended) for at, c, ended in conn.execute(
+                "SELECT at, creating, ended FROM writes WHERE pool = ? AND at < ? AND rowid != ?",
+                (pool, slot.at, slot.ident if slot.ident is not None else -1))]
+            return pacing.clear_from(earlier, self.clock.time(), rules)
+
+        return self._run(op)
+
+    def write_ended(self, slot: WriteSlot) -> None:
+        """The write of ``slot`` has its answer (or failed): the next write counts its gap from now."""
+        if slot.ident is None:
+            return
+
+        def op(conn: sqlite3.Connection) -> None:
+            with self._write(conn):
+                conn.execute("UPDATE writes SET ended = ? WHERE rowid = ?", (self.clock.time(), slot.ident))
+
+        self._run(op)
 
     # --- the budget ledger --------------------------------------------------------------
 

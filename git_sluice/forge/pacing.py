@@ -62,10 +62,34 @@ class WriteRules:
 
 @record(frozen=True)
 class Written:
-    """One write the host gave a slot to: when, and whether it creates content."""
+    """One write the host gave a slot to: when, whether it creates content, and when its answer came
+    (None while it is in flight)."""
 
     at: float
     creating: bool
+    ended: float | None = None
+
+
+IN_FLIGHT_LIMIT = 120.0
+"""A write in flight longer than this is taken as ended (a process killed mid-call must not stop the pool)."""
+
+
+def clear_from(earlier: Sequence[Written], now: float, rules: WriteRules) -> float | None:
+    """When a write whose slot has come may go, given the writes slotted before it: None while one of
+    them is still in flight, else ``min_gap`` after the last of their answers (or now).
+
+    GitHub's "at least one second between mutative requests" is kept between
+    one answer and the next request, not only between two starts: a write
+    slotted a second after another that is slow to answer waits for it.
+    """
+    last = None
+    for w in earlier:
+        if w.ended is None:
+            if now - w.at < IN_FLIGHT_LIMIT:
+                return None
+            continue
+        last = w.ended if last is None else max(last, w.ended)
+    return now if last is None else max(now, last + rules.min_gap)
 
 
 def is_write(method: str) -> bool:

@@ -21,8 +21,12 @@ import httpx
 from ..errors import WriteDeferred
 from ..records import record
 from . import pacing
-from .hoststore import HostStore
+from .hoststore import HostStore, WriteSlot
 from .road import Stats, Waits, call_of
+
+
+IN_FLIGHT_POLL = 0.01
+"""Real seconds between two looks at whether the write before this one has its answer."""
 
 
 @record(eq=False)
@@ -52,10 +56,26 @@ class WritePace(httpx.BaseTransport):
         slot = self.store.reserve_write(pool, creating=creating, rules=self.rules, patience=patience)
         if not slot.granted:
             raise WriteDeferred(pool, slot.at, slot.wait)
-        if slot.wait > 0:
-            self.stats.paced_writes += 1
-            self.waits.sleep(slot.wait)
-        return self.inner.handle_request(request)
+        try:
+            if slot.wait > 0:
+                self.stats.paced_writes += 1
+                self.waits.sleep(slot.wait)
+            self._clear(pool, slot)
+            return self.inner.handle_request(request)
+        finally:
+            self.store.write_ended(slot)
+
+    def _clear(self, pool: str, slot: WriteSlot) -> None:
+        """Wait for the writes slotted before this one to have their answers, then the gap."""
+        while True:
+            clear = self.store.write_clear(pool, slot, self.rules)
+            now = self.waits.clock.time()
+            if clear is None:
+                self.waits.poll(IN_FLIGHT_POLL)
+            elif clear > now:
+                self.waits.sleep(clear - now)
+            else:
+                return
 
     def write_kind(self, request: httpx.Request) -> tuple[str, bool] | None:
         """(resource, content-creating) of a write; None for a read."""

@@ -21,6 +21,7 @@ import socketserver
 import stat
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UsageError
@@ -31,6 +32,8 @@ log = logging.getLogger("git_sluice")
 
 IDLE_TIMEOUT = 30.0
 """Seconds a kept-alive connection may sit idle between requests."""
+OVERDUE_GRACE = 5.0
+"""Real seconds the calls still waiting after the grace get to answer 503 once told to stop."""
 MAX_SOCKET_PATH = 100
 """sun_path holds 108 bytes on Linux, 104 on macOS; a longer path cannot be bound."""
 
@@ -239,8 +242,10 @@ class Listening:
             self._open.discard(handler)
             self._idle.notify_all()
 
-    def stop(self, grace: float = 60.0) -> None:
-        """Stop accepting, let calls in flight finish (up to ``grace`` real seconds), close the rest."""
+    def stop(self, grace: float = 60.0, overdue: Callable[[], None] = lambda: None) -> None:
+        """Stop accepting; calls in flight finish (a write waiting for its slot too) within ``grace`` real
+        seconds, after which ``overdue()`` (the session's cancel: its waits end, answered 503) and a few
+        seconds more; then every connection closes."""
         self.stopping.set()
         for server in self.servers:
             server.shutdown()
@@ -248,7 +253,9 @@ class Listening:
             for handler in list(self._open):
                 if not handler.busy:
                     _shut(handler.connection)
-            self._idle.wait_for(lambda: not any(h.busy for h in self._open), timeout=grace)
+            if not self._idle.wait_for(lambda: not any(h.busy for h in self._open), timeout=grace):
+                overdue()
+                self._idle.wait_for(lambda: not any(h.busy for h in self._open), timeout=OVERDUE_GRACE)
             for handler in list(self._open):
                 _shut(handler.connection)
         self._close_servers()

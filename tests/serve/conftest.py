@@ -6,12 +6,14 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from git_sluice.clock import FakeClock
 from git_sluice.commands.serve import Serving, serve
 from git_sluice.double.testing import ServedDouble
 from git_sluice.records import record
@@ -20,6 +22,46 @@ from git_sluice.runtime.stopper import Stopper
 from tests.gitutil import make_clone
 
 TOKEN = "tok-alice"
+
+
+class TickingClock(FakeClock):
+    """A fake clock that moves on by itself while anyone sleeps on it: 50 ms of its time per real ms.
+
+    :class:`FakeClock` jumps a sleeper's whole sleep at once, so four writes
+    waiting for slots 1, 2 and 3 s away would move it 6 s, and a write would
+    reach the double after a later slot's jump. Here a sleeper waits until the
+    clock reaches its end, as on a real clock, only faster.
+    """
+
+    STEP = 0.05
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        super().__init__(start)
+        self._sleepers = 0
+        self._cond = threading.Condition()
+        self._ticker = threading.Thread(target=self._tick, daemon=True)
+        self._ticker.start()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            return super().sleep(seconds)
+        end = self.time() + seconds
+        with self._cond:
+            self._sleepers += 1
+            self._cond.notify_all()
+        try:
+            while self.time() < end:
+                time.sleep(0.0005)
+        finally:
+            with self._cond:
+                self._sleepers -= 1
+
+    def _tick(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._sleepers > 0)
+            self.advance(self.STEP)
+            time.sleep(0.001)
 
 
 @record
