@@ -216,6 +216,11 @@ class AlreadyDriving(UsageError):
 # ------------------------------------------------------------------------- GitHub
 
 
+class ServeRefused(UsageError):
+    """``git sluice serve`` cannot listen where it was asked to (a socket in use, a path that is not a
+    socket, a port taken, an address that is not loopback)."""
+
+
 class ForgeError(SluiceError):
     """GitHub could not give this call an answer to use; every GitHub problem is one of these."""
 

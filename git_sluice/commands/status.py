@@ -81,7 +81,7 @@ def collect_status(path: str = ".") -> dict[str, Any]:
 def _serves() -> list[dict[str, Any]]:
     """This host's running ``git sluice serve`` processes (their records in the host state dir)."""
     from ..paths import host_state_dir
-    from .serve import running
+    from ..serve.record import running
 
     try:
         return running(host_state_dir())

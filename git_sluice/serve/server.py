@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import ServeRefused
 from . import shapes
 from .relay import Relay
 
@@ -36,10 +36,6 @@ OVERDUE_GRACE = 5.0
 """Real seconds the calls still waiting after the grace get to answer 503 once told to stop."""
 MAX_SOCKET_PATH = 100
 """sun_path holds 108 bytes on Linux, 104 on macOS; a longer path cannot be bound."""
-
-
-class ServeRefused(UsageError):
-    """``serve`` cannot listen where it was asked to (a path in use, not a socket, a port taken)."""
 
 
 class _Handler(BaseHTTPRequestHandler):
