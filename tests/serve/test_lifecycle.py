@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -45,6 +46,11 @@ def test_one_serve_per_socket_a_private_socket_and_a_clean_stop(tmp_path: Path, 
             serves = json.loads(status.stdout)["serves"]
             assert [s["pid"] for s in serves] == [proc.pid] and serves[0]["port"] == port
             assert f"serve: pid {proc.pid} on socket {socket}" in host.run("status").stdout
+            doctor = json.loads(host.run("doctor", "--json").stdout)
+            serve_row = next(c for c in doctor["checks"] if c["name"] == "serve")
+            assert serve_row["status"] == "ok" and f"running: pid {proc.pid} on socket {socket}" in serve_row["found"]
+            assert re.search(r", \d+ calls \(\d+ answered without a counted call, 0 refused, 0 writes deferred\)",
+                             serve_row["found"]), serve_row
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=30) == 0
