@@ -74,3 +74,36 @@ def test_metrics_count_what_passed_and_name_no_token(served: Served) -> None:
     assert "sluice_serve_calls_total" in text and 'answer="not_modified"' in text
     assert TOKEN not in text
     json.dumps(text)
+
+
+def test_ten_identical_concurrent_gets_make_one_call(served: Served) -> None:
+    import threading
+
+    gh = served.github.gh
+    with served.tcp() as client:
+        client.get("/repos/o/r/pulls")  # the token's pool is learned first (GET /user), as any first call does
+    gh.fault("hang", path="/repos/o/r/pulls", times=1, seconds=0.5)  # the first call is held at "GitHub"
+    mark = gh.mark()
+    answers: list[int] = []
+
+    def get() -> None:
+        with served.tcp() as client:
+            answers.append(client.get("/repos/o/r/pulls").status_code)
+
+    threads = [threading.Thread(target=get) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert answers == [200] * 10
+    assert len([c for c in gh.ledger[mark:] if c.path.startswith("/repos/o/r/pulls")]) == 1
+
+
+def test_a_mutation_is_never_kept(served: Served) -> None:
+    gh = served.github.gh
+    mark = gh.mark()
+    body = {"query": 'mutation { addStar(input: {starrableId: "R_1"}) { clientMutationId } }'}
+    with served.tcp() as client:
+        for _ in range(2):
+            assert client.post("/graphql", json=body).headers.get("x-sluice") != "kept"
+    assert len([c for c in gh.ledger[mark:] if c.resource == "graphql"]) == 2
