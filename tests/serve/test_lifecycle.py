@@ -18,6 +18,7 @@ import httpx
 from tests.cliworld import cli_world
 
 TOKEN = "tok-alice"
+CALLER = "ghp_callerOwnTokenNeverWritten0123"
 
 
 def start(host, socket: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
@@ -56,12 +57,24 @@ def test_one_serve_per_socket_a_private_socket_and_a_clean_stop(tmp_path: Path, 
             assert proc.wait(timeout=30) == 0
         assert not socket.exists()
         assert json.loads(host.run("status", "--json").stdout)["serves"] == []
-        restarted, _ = start(host, socket)  # the lock went with the process
+        restarted, port = start(host, socket, "-v")  # the lock went with the process
+        world.gh.add_user("carol")
+        world.gh.add_token(CALLER, user="carol")
+        for auth in (f"token {CALLER}", f"Bearer {CALLER}"):
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": auth}) as client:
+                assert client.get("/user").json()["login"] == "carol"
+                assert client.post("/graphql", json={"query": "{ viewer { login } }"}).status_code == 200
+                metrics = client.get("/metrics").text
+                assert CALLER not in metrics
         restarted.send_signal(signal.SIGINT)
         assert restarted.wait(timeout=30) == 0
+        said = restarted.stdout.read() + restarted.stderr.read()  # type: ignore[union-attr]
+        assert "GET /user" in said  # -v logged the calls ...
+        assert CALLER not in said and TOKEN not in said  # ... and no token
         for path in [*tmp_path.rglob("*"), *short_dir.rglob("*")]:
             if path.is_file() and not path.is_symlink():
-                assert TOKEN.encode() not in path.read_bytes(), path
+                data = path.read_bytes()
+                assert TOKEN.encode() not in data and CALLER.encode() not in data, path
 
 
 def test_sigterm_lets_the_call_in_flight_finish(tmp_path: Path, short_dir: Path) -> None:
