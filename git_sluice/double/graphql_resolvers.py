@@ -5,20 +5,23 @@ function (with the field's arguments), and resolves abstract types by the
 dict's ``__typename``; so each object here is a dict whose fields that take
 arguments are small functions. Only what git-sluice (and tools like it) ask
 for is modelled: repositories, pull requests, their labels, reviews, commits,
-check rollups, the viewer and ``rateLimit``. A field the double does not hold
+check rollups, issues and ``search`` as ``gh issue list`` / ``gh pr list`` ask
+for them, the viewer and ``rateLimit``. A field the double does not hold
 answers null (or fails where the schema says non-null), never a made-up value.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as _dt
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from .auth import Principal
 from .graphql_cost import Price
 from .limits import Bucket
-from .model import CheckRun, CommitStatus, PullRequest, Repo, Review, combined_state, node_id, rollup_state
+from .model import CheckRun, CommitStatus, Issue, PullRequest, Repo, Review, combined_state, node_id, rollup_state
 from .timefmt import rfc3339
 
 if TYPE_CHECKING:
@@ -102,6 +105,7 @@ def root_value(ctx: GqlContext) -> dict[str, Any]:
     return {
         "repository": lambda info, owner, name, **_: _repository(ctx, owner, name),
         "viewer": lambda info: _viewer(ctx),
+        "search": lambda info, query, type, **kw: search(ctx, query, type, **kw),
         # Enterprise Server with rate limiting off answers rateLimit with null.
         "rateLimit": lambda info, **_: rate_limit_values(ctx) if ctx.gh.rate_limits else None,
     }
@@ -182,17 +186,128 @@ def repo_node(ctx: GqlContext, repo: Repo) -> dict[str, Any]:
         "stargazerCount": len(repo.stargazers),
         "forkCount": len(repo.forks),
         "diskUsage": repo.size,
-        "issues": lambda info, states=None, **kw: connection(
-            [i for i in repo.issues.values() if not states or i.state.upper() in states],
-            lambda i: {"__typename": "Issue", "number": i.number, "title": i.title, "state": i.state.upper()},
-            **kw,
-        ),
+        "issues": lambda info, **kw: _issues(ctx, repo, **kw),
+        "hasIssuesEnabled": True,
         "isFork": repo.parent is not None,
         "pullRequest": lambda info, number, **_: _pull_request(ctx, repo, number),
         "object": lambda info, oid=None, expression=None, **_: _object(ctx, repo, oid, expression),
         "ref": lambda info, qualifiedName, **_: _ref(ctx, repo, qualifiedName),
         "pullRequests": lambda info, **kw: _pull_requests(ctx, repo, **kw),
     }
+
+
+def _issues(
+    ctx: GqlContext,
+    repo: Repo,
+    states: list[str] | None = None,
+    filterBy: dict[str, Any] | None = None,
+    orderBy: dict[str, Any] | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
+    """``repository.issues``: the states, ``filterBy`` (createdBy; an issue here has no assignee and
+    mentions no one) and ``orderBy`` that ``gh issue list`` asks with."""
+    issues = [i for i in repo.issues.values() if not states or i.state.upper() in states]
+    wanted = filterBy or {}
+    if wanted.get("createdBy"):
+        issues = [i for i in issues if i.author == wanted["createdBy"]]
+    if wanted.get("assignee") or wanted.get("mentioned"):
+        issues = []
+    field = (orderBy or {}).get("field", "CREATED_AT")
+    key: Callable[[Issue], Any] = {
+        "UPDATED_AT": lambda i: (i.updated_at, i.number),
+        "COMMENTS": lambda i: (i.comments, i.number),
+    }.get(field, lambda i: (i.created_at, i.number))
+    issues.sort(key=key, reverse=(orderBy or {}).get("direction", "ASC") == "DESC")
+    return connection(issues, lambda i: issue_node(ctx, repo, i), **kw)
+
+
+def issue_node(ctx: GqlContext, repo: Repo, issue: Issue) -> dict[str, Any]:
+    empty = {"nodes": [], "edges": [], "totalCount": 0,
+             "pageInfo": {"hasNextPage": False, "hasPreviousPage": False, "startCursor": None, "endCursor": None}}
+    return {
+        "__typename": "Issue",
+        "id": node_id("I", repo.full_name, str(issue.number)),
+        "databaseId": issue.id,
+        "number": issue.number,
+        "title": issue.title,
+        "body": "",
+        "state": issue.state.upper(),
+        "stateReason": "COMPLETED" if issue.state == "closed" else None,
+        "url": f"{ctx.html}/{repo.full_name}/issues/{issue.number}",
+        "resourcePath": f"/{repo.full_name}/issues/{issue.number}",
+        "createdAt": _t(issue.created_at),
+        "updatedAt": _t(issue.updated_at),
+        "closedAt": _t(issue.closed_at),
+        "closed": issue.state == "closed",
+        "locked": False,
+        "author": _actor(ctx, issue.author),
+        "assignees": lambda info, **_: empty,
+        "labels": lambda info, **_: empty,
+        "comments": lambda info, **_: {**empty, "totalCount": issue.comments},
+        "repository": repo_node(ctx, repo),
+    }
+
+
+_SEARCH_DATE = re.compile(r"^(closed|merged|created|updated):(>=|<=|>|<)?(\d{4}-\d{2}-\d{2})(?:T[0-9:]+Z?)?$")
+
+
+def search(ctx: GqlContext, query: str, type: str, **kw: Any) -> dict[str, Any]:  # noqa: A002 (GitHub's name)
+    """``search(type: ISSUE)`` over the double's issues and pull requests, for the qualifiers ``gh`` writes:
+    ``repo:``, ``is:``/``type:`` issue or pr, ``is:``/``state:`` open, closed or merged, and
+    ``closed:``/``merged:``/``created:``/``updated:`` with ``>``, ``>=``, ``<``, ``<=`` a date. Free words
+    must appear in the title. Newest first (GitHub's best match, for a date-only search)."""
+    if type != "ISSUE":
+        return connection([], lambda x: x, extra={"issueCount": 0, "repositoryCount": 0, "userCount": 0}, **kw)
+    repos: list[str] = []
+    kinds: set[str] = set()
+    states: set[str] = set()
+    dates: list[tuple[str, str, int]] = []
+    words: list[str] = []
+    for token in query.split():
+        key, _, value = token.partition(":")
+        date = _SEARCH_DATE.match(token)
+        if key == "repo" and value:
+            repos.append(value.lower())
+        elif key in ("is", "type") and value in ("issue", "pr", "pull-request"):
+            kinds.add("pr" if value != "issue" else "issue")
+        elif key in ("is", "state") and value in ("open", "closed", "merged"):
+            states.add(value)
+        elif date is not None:
+            stamp = int(_dt.datetime.strptime(date.group(3), "%Y-%m-%d").replace(tzinfo=_dt.timezone.utc).timestamp())
+            dates.append((date.group(1), date.group(2) or "=", stamp))
+        elif ":" not in token:
+            words.append(token.lower())
+    found: list[tuple[Repo, Any]] = []
+    for repo in ctx.gh.world.repos.values():
+        if repos and repo.full_name.lower() not in repos or not ctx.principal.can_read(repo):
+            continue
+        if not kinds or "issue" in kinds:
+            found += [(repo, i) for i in repo.issues.values()]
+        if not kinds or "pr" in kinds:
+            found += [(repo, p) for p in repo.pulls.values()]
+
+    def keep(item: Any) -> bool:
+        merged = getattr(item, "merged_at", None)
+        if states and not any(
+                (s == "open" and item.state == "open") or (s == "closed" and item.state == "closed")
+                or (s == "merged" and merged is not None) for s in states):
+            return False
+        for which, op, stamp in dates:
+            at = {"closed": item.closed_at, "merged": merged, "created": item.created_at,
+                  "updated": item.updated_at}[which]
+            day_end = stamp + 86_400
+            if at is None or not {">": at >= day_end, ">=": at >= stamp, "<": at < stamp, "<=": at < day_end,
+                                  "=": stamp <= at < day_end}[op]:
+                return False
+        return all(word in item.title.lower() for word in words)
+
+    found = sorted((f for f in found if keep(f[1])), key=lambda f: (f[1].updated_at, f[1].number), reverse=True)
+
+    def node(pair: tuple[Repo, Any]) -> dict[str, Any]:
+        repo, item = pair
+        return issue_node(ctx, repo, item) if isinstance(item, Issue) else pr_node(ctx, repo, item)
+
+    return connection(found, node, extra={"issueCount": len(found), "repositoryCount": 0, "userCount": 0}, **kw)
 
 
 def _known_commit(repo: Repo, sha: str) -> bool:
