@@ -28,6 +28,7 @@ from .model import (
     CommitStatus,
     DoubleError,
     Issue,
+    IssueComment,
     PullRequest,
     Review,
     World,
@@ -96,21 +97,36 @@ class GitHubDouble:
         with self.lock:
             return self.world.add_user(login)
 
-    def add_token(self, token: str, user: str, repos: list[str] | None = None) -> str:
-        """A user's token (made user if new); ``repos`` limits it like a fine-grained token."""
+    def add_token(self, token: str, user: str, repos: list[str] | None = None, write: bool = True) -> str:
+        """A user's token (made user if new); ``repos`` limits it like a fine-grained token.
+
+        ``write=False`` is a token with read access only (a fine-grained token
+        whose Issues and Pull requests permissions are read): GitHub answers
+        its writes 403, so a proxy's tests can see a refused write.
+        """
         with self.lock:
-            return self.world.add_token(token, user, repos)
+            return self.world.add_token(token, user, repos, write)
 
     def add_app(self, app_id: int, public_key_pem: str | bytes, slug: str | None = None) -> str:
         with self.lock:
             return self.world.add_app(app_id, public_key_pem, slug)
 
     def add_installation(
-        self, app_id: int, installation_id: int, repos: list[str], account: str | None = None
+        self,
+        app_id: int,
+        installation_id: int,
+        repos: list[str],
+        account: str | None = None,
+        permissions: dict[str, str] | None = None,
     ) -> str:
-        """An App installation on ``repos``; returns its pool ("installation:ID")."""
+        """An App installation on ``repos``; returns its pool ("installation:ID").
+
+        ``permissions`` (e.g. ``{"issues": "write"}``) is laid over the default
+        read-only set (checks, metadata, pull_requests, statuses: read), as an
+        App's settings decide what its installations may write.
+        """
         with self.lock:
-            return self.world.add_installation(app_id, installation_id, repos, account)
+            return self.world.add_installation(app_id, installation_id, repos, account, permissions)
 
     def set_limit(self, pool: str, resource: str, limit: int, window: float | None = None) -> None:
         """Set a pool's allowance for one resource ("anon" is the unauthenticated pool)."""
@@ -376,18 +392,32 @@ class GitHubDouble:
             self._touch(issue)
             issue.state, issue.closed_at = "closed", issue.updated_at
 
-    def comment(self, repo: str, number: int, body: str = "", author: str | None = None) -> None:
-        """An issue comment on #number: on a pull request it moves updated_at; no repository counter moves."""
+    def comment(self, repo: str, number: int, body: str = "", author: str | None = None) -> int:
+        """An issue comment on #number; returns its id. On a pull request it moves updated_at; no
+        repository counter moves. Made this way it is world-building, not a write: the ledger
+        holds nothing."""
         with self.lock:
-            r = self.world.repo(repo)
-            self.world.add_user(author or "alice")
-            target: PullRequest | Issue
-            if int(number) in r.pulls:
-                target = r.pulls[int(number)]
-            else:
-                target = self.world.issue(repo, number)
+            return self.add_comment(repo, number, body, author or "alice").id
+
+    def add_comment(
+        self, repo: str, number: int, body: str, author: str, app_id: int | None = None
+    ) -> IssueComment:
+        """The one place a comment is made, by ``comment`` or by a write (the REST POST)."""
+        with self.lock:
+            target = self.world.commentable(repo, number)
+            self.world.add_user(author)
+            now = self._now()
+            made = IssueComment(id=self.world.next_id("comment"), repo=repo, number=int(number), author=author,
+                                body=body, created_at=now, updated_at=now, app_id=app_id)
+            target.comment_list.append(made)
             target.comments += 1
             self._touch(target)
+            return made
+
+    def comments(self, repo: str, number: int) -> list[IssueComment]:
+        """The issue comments on #number (issue or pull request), oldest first, for assertions."""
+        with self.lock:
+            return list(self.world.commentable(repo, number).comment_list)
 
     def pr(self, repo: str, number: int) -> PullRequest:
         """The model object itself, for assertions (read it; change it through the methods)."""

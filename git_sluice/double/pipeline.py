@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import parse_qsl
 
-from . import graphql_api, rest, rest_app  # noqa: F401 - rest_app registers the App's routes
+from . import graphql_api, rest, rest_app, rest_comments  # noqa: F401 - these register their routes
 from .auth import ANONYMOUS, AuthFailure, Principal, authenticate
 from .faults import ANSWER, DELAY, Fault
 from .ledger import Call
@@ -245,7 +245,7 @@ def _rest(gh: "GitHubDouble", req: Request, principal: Principal, resource: str,
     )
     ans = rest.answer(ctx)
     body = _json(ans.body)
-    headers: dict[str, str] = {}
+    headers: dict[str, str] = dict(ans.headers)
     if ans.link:
         headers["Link"] = ans.link
     counted = ans.counted and gh.rate_limits
