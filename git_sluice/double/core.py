@@ -17,7 +17,7 @@ from typing import Any
 from ..clock import Clock, SystemClock
 from .faults import Faults
 from .ledger import Call, Ledger, busiest_minute
-from .limits import Limits, Secondary, secondary_points
+from .limits import CONTENT_PER_HOUR, CONTENT_PER_MINUTE, ContentLimits, Limits, Secondary, secondary_points
 from .model import (
     CHECK_CONCLUSIONS,
     CHECK_STATUSES,
@@ -60,6 +60,7 @@ class GitHubDouble:
         self.world = World()
         self.limits = Limits()
         self.secondary = Secondary()
+        self.content = ContentLimits()
         self._ledger = Ledger()
         self._faults = Faults()
         # Knobs: how a spent or abused allowance answers.
@@ -134,6 +135,16 @@ class GitHubDouble:
             if window is None:
                 window = self.limits.bucket(pool, resource, self.clock.time()).window
             self.limits.set_limit(pool, resource, limit, window)
+
+    def set_content_limits(
+        self, per_minute: int = CONTENT_PER_MINUTE, per_hour: int = CONTENT_PER_HOUR, pool: str | None = None
+    ) -> None:
+        """GitHub's content-creation secondary limits: at most ``per_minute`` comments a minute and
+        ``per_hour`` an hour per pool (80 and 500 on GitHub); ``pool`` None sets every pool's."""
+        if per_minute < 0 or per_hour < 0:
+            raise DoubleError(f"content limits {per_minute}/min, {per_hour}/h: expected counts of 0 or more")
+        with self.lock:
+            self.content.set(per_minute, per_hour, pool)
 
     # -- repositories and pull requests ----------------------------------------
     def add_repo(self, full_name: str, default_branch: str = "main", private: bool = False) -> str:
@@ -394,15 +405,19 @@ class GitHubDouble:
 
     def comment(self, repo: str, number: int, body: str = "", author: str | None = None) -> int:
         """An issue comment on #number; returns its id. On a pull request it moves updated_at; no
-        repository counter moves. Made this way it is world-building, not a write: the ledger
-        holds nothing."""
+        repository counter moves. Made this way it is world-building, not a write: no pool spends
+        a content-creation slot and the ledger holds nothing."""
         with self.lock:
             return self.add_comment(repo, number, body, author or "alice").id
 
     def add_comment(
-        self, repo: str, number: int, body: str, author: str, app_id: int | None = None
+        self, repo: str, number: int, body: str, author: str, pool: str | None = None, app_id: int | None = None
     ) -> IssueComment:
-        """The one place a comment is made, by ``comment`` or by a write (the REST POST)."""
+        """The one place a comment is made, by ``comment`` or by a write (the REST POST).
+
+        ``pool``: the pool a write came from; it spends one of the pool's
+        content-creation slots (``set_content_limits``).
+        """
         with self.lock:
             target = self.world.commentable(repo, number)
             self.world.add_user(author)
@@ -412,6 +427,8 @@ class GitHubDouble:
             target.comment_list.append(made)
             target.comments += 1
             self._touch(target)
+            if pool is not None:
+                self.content.created(pool, self.clock.time())
             return made
 
     def comments(self, repo: str, number: int) -> list[IssueComment]:
@@ -461,6 +478,22 @@ class GitHubDouble:
         status: int | None = None,
     ) -> list[Call]:
         return self._ledger.calls(since, pool, resource, method, path, status)
+
+    def writes(
+        self, pool: str | None = None, since: int | None = None, created: bool | None = None
+    ) -> list[Call]:
+        """The content-creating calls (``CONTENT_CREATING``: a comment POST), oldest first;
+        ``created`` True keeps those that made a comment, False those refused or failed (a
+        secondary-limit 403, a 422), None both.
+
+        What a test of a write-pacing proxy asserts on: ``time`` is the
+        double's clock at arrival, so the spacing of a pool's writes is
+        ``[c.time for c in gh.writes(pool="user:alice", created=True)]``.
+        """
+        return [
+            c for c in self._ledger.calls(since, pool)
+            if c.content and (created is None or c.created == created)
+        ]
 
     def counted(self, pool: str | None = None, resource: str | None = None, since: int | None = None) -> int:
         """Sum of the cost of counted calls (REST 1 each, GraphQL its points)."""

@@ -28,6 +28,8 @@ class Call:
     cost: int
     token_sha: str | None
     endpoint: str = ""  # "GET /repos/{o}/{r}/pulls": what GitHub's secondary limit counts per
+    content: bool = False  # content-creating (limits.CONTENT_CREATING): what ``writes()`` lists
+    created: bool = False  # it made content (a comment); a refused or failed write did not
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

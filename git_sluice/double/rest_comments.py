@@ -5,8 +5,9 @@ pull request (every pull request is an issue on GitHub) and answers 201 with
 GitHub's comment and its ``Location``; ``GET`` on the same path lists them,
 paginated, with per-token ETags and free 304s like every list. The checks run
 in GitHub's order: who (401), what may be read (404), what may be written
-(403), what was sent (400, 422). Routes register themselves on rest.py's
-table when this module is imported.
+(403), what was sent (400, 422). Content-creation limits are the pipeline's
+business: a refused request never reaches this module. Routes register
+themselves on rest.py's table when this module is imported.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def create_comment(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
     if not isinstance(text, str) or not text.strip():
         return invalid("IssueComment", "body", "missing_field")
     inst = ctx.gh.world.installations.get(p.installation_id or 0) if p.kind == "installation" else None
-    comment = ctx.gh.add_comment(repo.full_name, target.number, text, actor_login(ctx.gh, p),
+    comment = ctx.gh.add_comment(repo.full_name, target.number, text, actor_login(ctx.gh, p), pool=p.pool_key,
                                  app_id=inst.app_id if inst else None)
     body = shapes.comment_json(ctx.api, ctx.html, repo, target, comment, ctx.gh.world)
     return RestAnswer(201, body, cacheable=False, headers={"Location": body["url"]})

@@ -50,6 +50,9 @@ def load_scenario(gh: GitHubDouble, data: dict[str, Any], base_dir: Path | None 
         for limit in data.get("limits", []):
             where = f"limits: {limit!r}"
             gh.set_limit(limit["pool"], limit["resource"], limit["limit"], limit.get("window"))
+        for content in data.get("content_limits", []):
+            where = f"content_limits: {content!r}"
+            gh.set_content_limits(**content)
         for name, value in data.get("knobs", {}).items():
             where = f"knobs: {name!r}"
             if not hasattr(gh, name) or name.startswith("_") or callable(getattr(gh, name)):

@@ -1,13 +1,15 @@
-"""Writes as GitHub takes them: issue comments over REST and who may write them.
+"""Writes as GitHub takes them: issue comments over REST, who may write, and the
+content-creation limits (80 a minute, 500 an hour per pool) a pacing proxy must stay inside.
 
-Time is the double's FakeClock throughout; nothing here sleeps. Some tests
-call the pipeline directly (no sockets): the same answers a served double
-gives, without a port.
+Time is the double's FakeClock throughout; nothing here sleeps. The bulk tests
+call the pipeline directly (no sockets): hundreds of writes in a blink, the
+same answers a served double gives.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 
 import httpx
@@ -15,15 +17,19 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from git_sluice.clock import FakeClock
 from git_sluice.double import GitHubDouble, serve
-from git_sluice.double.pipeline import Request, Response, handle
+from git_sluice.double.pipeline import SECONDARY_DOCS, Request, Response, handle
 from git_sluice.double.testing import ServedDouble
 
 T0 = 1_800_000_000  # the FakeClock's start
-
-
+SECONDARY_MESSAGE = (
+    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
+    "If you reach out to GitHub Support for help, please include the request ID of this answer."
+)
 def _no_sleep(seconds: float, released: object) -> None:
     raise AssertionError("no hang fault in these tests")
 
@@ -38,6 +44,10 @@ def _call(gh: GitHubDouble, method: str, path: str, token: str | None = "tok-ali
 
 def _comment(gh: GitHubDouble, number: int = 1, token: str = "tok-alice", body: str = "hi") -> Response:
     return _call(gh, "POST", f"/repos/o/r/issues/{number}/comments", token, {"body": body})
+
+
+def _header(answer: Response, name: str) -> str | None:
+    return next((v for k, v in answer.headers if k.lower() == name.lower()), None)
 
 
 def _double(clock: FakeClock | None = None) -> GitHubDouble:
@@ -101,9 +111,9 @@ def test_a_comment_answers_201_in_githubs_shape_and_reads_back(
     assert gh.pr("o/r", pr).updated_at == T0 + 30 > before and gh.pr("o/r", pr).comments == 1
     listed = alice.get(f"/repos/o/r/issues/{pr}/comments")
     assert listed.status_code == 200 and listed.json() == [body]
-    # the ledger: each write counted once against core
+    # the ledger: each write counted once against core, created, content-creating
     posts = gh.calls(method="POST")
-    assert [(c.status, c.counted, c.cost) for c in posts] == [(201, True, 1)] * 2
+    assert [(c.status, c.counted, c.cost, c.created, c.content) for c in posts] == [(201, True, 1, True, True)] * 2
     assert posts[0].endpoint == "POST /repos/{o}/{r}/issues/{n}/comments"
     assert gh.counted(pool="user:alice", resource="core") == 3
 
@@ -114,7 +124,7 @@ def test_the_comment_list_pages_and_is_free_to_revalidate_until_a_comment_lands(
     gh = github.gh
     for word in ("one", "two", "three"):
         gh.comment("o/r", pr, word, author="bob")  # world-building: no write, no ledger entry
-    assert gh.calls() == []
+    assert gh.writes() == [] and gh.calls() == []
     first = alice.get(f"/repos/o/r/issues/{pr}/comments", params={"per_page": 2})
     assert [c["body"] for c in first.json()] == ["one", "two"]
     assert 'rel="next"' in first.headers["link"] and "last-modified" not in first.headers  # a list, not an object
@@ -162,7 +172,8 @@ def test_writes_are_refused_as_github_refuses_them(github: ServedDouble, alice: 
         assert refused.json()["errors"] == [{"resource": "IssueComment", "field": "body", "code": "missing_field"}]
     assert gh.comments("o/r", pr) == []
     assert alice.get(url).json() == []
-    assert [c.status for c in gh.calls(method="POST")] == [401, 404, 404, 404, 403, 403, 400] + [422] * 5
+    assert gh.writes(created=True) == []
+    assert len(gh.writes(created=False)) == 12 and all(c.content for c in gh.writes())
 
 
 def test_an_installation_writes_only_with_the_permission_and_as_its_bot(github: ServedDouble, pr: int) -> None:
@@ -191,20 +202,146 @@ def test_an_installation_writes_only_with_the_permission_and_as_its_bot(github: 
     assert post(pulls_only, issue).status_code == 403  # pull_requests: write does not reach a plain issue
     narrowed = _mint(github, private, {"permissions": {"issues": "read"}}, installation=43)
     assert post(narrowed, pr).status_code == 403  # a token narrowed at minting stays narrow
-    writers = [c.pool for c in gh.calls(path="/comments$", status=201)]
-    assert writers == ["installation:43", "installation:43", "installation:44"]
+    assert [c.pool for c in gh.writes(created=True)] == ["installation:43", "installation:43", "installation:44"]
 
 
-def test_a_scenario_declares_who_may_write() -> None:
+# -- content-creation limits ---------------------------------------------------------------------
+def test_the_81st_comment_in_a_minute_is_a_secondary_limit_with_the_exact_wait() -> None:
+    clock = FakeClock()
+    gh = _double(clock)
+    for i in range(80):
+        assert _comment(gh, body=f"c{i}").status == 201
+        clock.advance(0.5)  # 80 in 40 s: under 900 points (80 x 5), over nothing else
+    clock.advance(10)  # t = 50 s
+    refused = _comment(gh)
+    assert refused.status == 403
+    assert json.loads(refused.body) == {"message": SECONDARY_MESSAGE, "documentation_url": SECONDARY_DOCS}
+    assert _header(refused, "retry-after") == "10"  # the first comment, at t = 0, leaves the minute at 60 s
+    assert _header(refused, "x-ratelimit-remaining") == "4920"  # a secondary limit, not a spent allowance
+    last = gh.calls()[-1]
+    assert (last.status, last.counted, last.cost, last.content, last.created) == (403, False, 0, True, False)
+    assert len(gh.comments("o/r", 1)) == 80
+    clock.advance(9)
+    assert _header(_comment(gh), "retry-after") == "1"
+    clock.advance(1)
+    assert _comment(gh).status == 201  # t = 60: the first has left the minute
+    assert _comment(gh).status == 403  # and only the first
+    assert len(gh.writes(pool="user:alice", created=True)) == 81
+    assert len(gh.writes(pool="user:alice", created=False)) == 3
+
+
+def test_the_501st_comment_in_an_hour_is_refused_until_the_first_leaves_the_hour() -> None:
+    clock = FakeClock()
+    gh = _double(clock)
+    for i in range(500):
+        assert _comment(gh).status == 201, i
+        clock.advance(7)  # 500 in 3,500 s: about 8.6 a minute, far under 80
+    refused = _comment(gh)  # t = 3,500
+    assert refused.status == 403 and _header(refused, "retry-after") == "100"
+    clock.advance(100)
+    assert _comment(gh).status == 201
+    assert _comment(gh).status == 403 and _header(_comment(gh), "retry-after") == "7"
+
+
+def test_pools_are_limited_apart() -> None:
+    clock = FakeClock()
+    gh = _double(clock)
+    gh.set_content_limits(per_minute=3, per_hour=10)
+    assert [_comment(gh).status for _ in range(3)] == [201, 201, 201]
+    over = _comment(gh)
+    assert over.status == 403 and json.loads(over.body)["message"] == SECONDARY_MESSAGE
+    assert _header(over, "retry-after") == "60"
+    assert _comment(gh, token="tok-bob").status == 201  # bob's pool is his own
+    assert _call(gh, "GET", "/repos/o/r/issues/1/comments").status == 200  # reads are not content
+    gh.comment("o/r", 1, "world-building")  # not a write: spends no slot
+    gh.set_content_limits(per_minute=1, per_hour=1, pool="user:bob")
+    assert _comment(gh, token="tok-bob").status == 403
+    assert [c.created for c in gh.writes(pool="user:alice")] == [True, True, True, False]
+
+
+def test_without_rate_limits_nothing_is_refused() -> None:
+    gh = GitHubDouble(clock=FakeClock(), enterprise=True)
+    gh.add_token("tok-alice", user="alice")
+    gh.add_repo("o/r")
+    gh.open_pr("o/r", head_ref="topic")
+    gh.set_content_limits(per_minute=1, per_hour=1)
+    answers = [_comment(gh) for _ in range(5)]
+    assert [a.status for a in answers] == [201] * 5 and all(_header(a, "retry-after") is None for a in answers)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    per_minute=st.integers(1, 4),
+    extra_per_hour=st.integers(0, 6),
+    gaps=st.lists(
+        st.one_of(st.integers(0, 160).map(lambda n: n / 2), st.sampled_from([600.0, 1800.0, 3599.5, 3600.0])),
+        min_size=1,
+        max_size=40,
+    ),
+)
+def test_a_write_is_refused_exactly_when_a_window_is_full_and_retry_after_is_enough(
+    per_minute: int, extra_per_hour: int, gaps: list[float]
+) -> None:
+    """Against a plain model: accepted iff fewer than the limit were made in the last 60 s (and
+    3,600 s); a refusal's retry-after is the wait the model computes, and waiting it is enough."""
+    per_hour = per_minute + extra_per_hour
+    clock = FakeClock()
+    gh = _double(clock)
+    gh.set_content_limits(per_minute=per_minute, per_hour=per_hour)
+    made: list[float] = []
+    for gap in gaps:
+        clock.advance(gap)
+        now = clock.time()
+        waits = [
+            inside[-limit] + window - now
+            for limit, window in ((per_minute, 60.0), (per_hour, 3600.0))
+            if len(inside := [t for t in made if t > now - window]) >= limit
+        ]
+        answer = _comment(gh)
+        if not waits:
+            assert answer.status == 201
+            made.append(now)
+            continue
+        assert answer.status == 403
+        retry = int(_header(answer, "retry-after") or "0")
+        assert retry == max(1, math.ceil(max(waits)))
+        clock.advance(retry)
+        assert _comment(gh).status == 201  # obeying retry-after is never refused
+        made.append(clock.time())
+    assert [c.time for c in gh.writes(created=True)] == made
+
+
+def test_writes_give_the_spacing_a_pacing_proxy_is_judged_by(
+    github: ServedDouble, fake_clock: FakeClock, alice: httpx.Client, http: httpx.Client, pr: int
+) -> None:
+    gh, clock = github.gh, fake_clock
+    mark = gh.mark()
+    for gap in (0, 2, 5):
+        clock.advance(gap)
+        alice.get(f"/repos/o/r/pulls/{pr}")  # reads between writes are not writes
+        alice.post(f"/repos/o/r/issues/{pr}/comments", json={"body": "paced"})
+    times = [c.time for c in gh.writes(pool="user:alice", since=mark, created=True)]
+    assert [b - a for a, b in zip(times, times[1:])] == [2, 5]
+    over_http = http.get(f"{github.url}/_double/writes", params={"pool": "user:alice", "created": "true"}).json()
+    assert [c["time"] for c in over_http["calls"]] == times and over_http["next"] == gh.mark()
+    assert all(c["content"] and c["endpoint"] == "POST /repos/{o}/{r}/issues/{n}/comments" for c in over_http["calls"])
+    limits = http.post(f"{github.url}/_double/set_content_limits", json={"per_minute": 1, "per_hour": 500})
+    assert limits.json() == {"result": None}
+    assert alice.post(f"/repos/o/r/issues/{pr}/comments", json={"body": "too soon"}).status_code == 403
+    assert http.get(f"{github.url}/_double/writes", params={"created": "false"}).json()["calls"][0]["status"] == 403
+
+
+def test_a_scenario_declares_who_may_write_and_the_content_limits() -> None:
     from git_sluice.double.scenario import load_scenario
 
     gh = GitHubDouble(clock=FakeClock())
     load_scenario(gh, {
         "tokens": [{"token": "tok-reader", "user": "carol", "write": False}, {"token": "tok-alice", "user": "alice"}],
+        "content_limits": [{"per_minute": 1, "per_hour": 5}],
         "repos": [{"name": "o/r", "issues": [{"title": "t"}]}],
     })
     assert _comment(gh, token="tok-reader").status == 403
-    assert _comment(gh).status == 201
+    assert [_comment(gh).status for _ in range(2)] == [201, 403]
 
 
 @pytest.fixture
