@@ -413,7 +413,7 @@ class GitHubDouble:
     def add_comment(
         self, repo: str, number: int, body: str, author: str, pool: str | None = None, app_id: int | None = None
     ) -> IssueComment:
-        """The one place a comment is made, by ``comment`` or by a write (the REST POST).
+        """The one place a comment is made, by ``comment`` or by a write (REST POST, ``addComment``).
 
         ``pool``: the pool a write came from; it spends one of the pool's
         content-creation slots (``set_content_limits``).
@@ -482,13 +482,15 @@ class GitHubDouble:
     def writes(
         self, pool: str | None = None, since: int | None = None, created: bool | None = None
     ) -> list[Call]:
-        """The content-creating calls (``CONTENT_CREATING``: a comment POST), oldest first;
-        ``created`` True keeps those that made a comment, False those refused or failed (a
-        secondary-limit 403, a 422), None both.
+        """The content-creating calls (``CONTENT_CREATING``: a comment POST, an ``addComment``
+        mutation), oldest first; ``created`` True keeps those that made a comment, False those
+        refused or failed (a secondary-limit 403, a 422, a GraphQL error), None both.
 
         What a test of a write-pacing proxy asserts on: ``time`` is the
         double's clock at arrival, so the spacing of a pool's writes is
-        ``[c.time for c in gh.writes(pool="user:alice", created=True)]``.
+        ``[c.time for c in gh.writes(pool="user:alice", created=True)]``. A
+        GraphQL mutation answers 200 whether or not it made anything, which is
+        why ``created`` and not the status tells.
         """
         return [
             c for c in self._ledger.calls(since, pool)

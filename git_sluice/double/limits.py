@@ -90,18 +90,19 @@ READ_POINTS = 1
 WRITE_POINTS = 5
 
 
-def secondary_points(method: str, resource: str) -> int:
-    """GitHub's secondary-limit price: a GET (or a GraphQL query) 1, a write 5."""
+def secondary_points(method: str, resource: str, mutation: bool = False) -> int:
+    """GitHub's secondary-limit price: a GET or a GraphQL query 1, a REST write or a mutation 5."""
     if resource == "graphql":
-        return READ_POINTS
+        return WRITE_POINTS if mutation else READ_POINTS
     return WRITE_POINTS if method.upper() in REST_WRITE_METHODS else READ_POINTS
 
 
 CONTENT_CREATING = frozenset({
     "POST /repos/{o}/{r}/issues/{n}/comments",
+    "mutation addComment",
 })
 """What GitHub's content-creation limits count, as the double serves it: an issue comment made
-over REST (the endpoint, as ``rest.endpoint`` names it)."""
+over REST (the endpoint, as ``rest.endpoint`` names it) or by the GraphQL mutation."""
 
 CONTENT_PER_MINUTE = 80
 CONTENT_PER_HOUR = 500

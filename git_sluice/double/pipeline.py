@@ -27,7 +27,7 @@ from . import graphql_api, rest, rest_app, rest_comments  # noqa: F401 - these r
 from .auth import ANONYMOUS, AuthFailure, Principal, authenticate
 from .faults import ANSWER, DELAY, Fault
 from .ledger import Call
-from .limits import CONTENT_CREATING, secondary_points
+from .limits import CONTENT_CREATING, READ_POINTS, WRITE_POINTS, secondary_points
 from .timefmt import http_date, parse_http_date
 
 if TYPE_CHECKING:
@@ -113,6 +113,8 @@ class _Outcome:
     cost: int = 0
     spent: bool = False  # headers say remaining 0 (a spent allowance, real or a fault)
     drop: bool = False
+    mutation: bool = False  # a GraphQL mutation (the ledger prices it 5 secondary points)
+    content: bool = False  # a content-creating GraphQL request (REST: known from the endpoint)
     created: bool = False  # it made content (the lock held around the answer makes this exact)
 
 
@@ -168,7 +170,8 @@ def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float, threading.E
                 cost=out.cost if out.counted else 0,
                 token_sha=who.token_sha,
                 endpoint=where,
-                content=where in CONTENT_CREATING,
+                mutation=out.mutation,
+                content=out.content or where in CONTENT_CREATING,
                 created=out.created,
             ),
             ticket,
@@ -230,14 +233,42 @@ def _answer(
 def _graphql(gh: "GitHubDouble", req: Request, principal: Principal, line: str, now: float) -> _Outcome:
     partial = gh.faults.take(("graphql_partial",), line, True) is not None
     timeout = gh.faults.take(("graphql_timeout",), line, True) is not None
-    outcome = graphql_api.run(gh, principal, req.body, now, partial=partial, timeout=timeout)
+    prepared = graphql_api.prepare(principal, req.body)
+    mutation = content = False
+    if isinstance(prepared, graphql_api.GraphQLOutcome):
+        outcome = prepared
+    else:
+        mutation, content = prepared.mutation, prepared.content
+        refused = _admit_mutation(gh, req, principal, prepared, now) if mutation and gh.rate_limits else None
+        if refused is not None:
+            refused.mutation, refused.content = mutation, content
+            return refused
+        outcome = graphql_api.execute(gh, principal, prepared, now, partial=partial, timeout=timeout)
     body = _json(outcome.body)
     if outcome.status == 200 and gh.faults.take(("truncate",), line, True) is not None:
         body = body[: len(body) // 2]
     rate_limited = any(e.get("type") in ("RATE_LIMITED", "RATE_LIMIT") for e in outcome.body.get("errors", []))
     bucket = gh.limits.bucket(principal.pool_key, "graphql", now)
     return _Outcome(outcome.status, body, counted=outcome.counted, cost=outcome.cost,
-                    spent=rate_limited and bucket.remaining == 0)
+                    spent=rate_limited and bucket.remaining == 0, mutation=mutation, content=content)
+
+
+def _admit_mutation(
+    gh: "GitHubDouble", req: Request, principal: Principal, prepared: graphql_api.Prepared, now: float
+) -> _Outcome | None:
+    """A mutation's secondary price and content limits, weighed before it runs; None: it may run.
+
+    The front door took 1 point, as for any GraphQL request (it cannot tell a
+    mutation before parsing); a mutation is 5, so the other 4 are weighed here.
+    """
+    per_minute = gh.secondary_points_per_minute.get("graphql")
+    if per_minute is not None:
+        where = f"graphql {rest.endpoint(req.method, req.path)}"
+        extra = WRITE_POINTS - READ_POINTS
+        if gh.secondary.points_last_minute(principal.pool_key, where, now) + extra > per_minute:
+            return _secondary(gh, gh.secondary_status, gh.secondary_retry_after)
+        gh.secondary.spend(principal.pool_key, where, now, extra)
+    return _content_refusal(gh, principal, now) if prepared.content else None
 
 
 def _content_refusal(gh: "GitHubDouble", principal: Principal, now: float) -> _Outcome | None:

@@ -1,4 +1,4 @@
-"""Writes as GitHub takes them: issue comments over REST, who may write, and the
+"""Writes as GitHub takes them: issue comments over REST and GraphQL, who may write, and the
 content-creation limits (80 a minute, 500 an hour per pool) a pacing proxy must stay inside.
 
 Time is the double's FakeClock throughout; nothing here sleeps. The bulk tests
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import jwt
@@ -30,6 +31,16 @@ SECONDARY_MESSAGE = (
     "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
     "If you reach out to GitHub Support for help, please include the request ID of this answer."
 )
+ADD_COMMENT = """
+mutation($id: ID!, $body: String!) {
+  addComment(input: {subjectId: $id, body: $body, clientMutationId: "m1"}) {
+    clientMutationId
+    commentEdge { node { id databaseId body author { login } } }
+    subject { __typename id }
+  }
+}"""
+
+
 def _no_sleep(seconds: float, released: object) -> None:
     raise AssertionError("no hang fault in these tests")
 
@@ -243,12 +254,16 @@ def test_the_501st_comment_in_an_hour_is_refused_until_the_first_leaves_the_hour
     assert _comment(gh).status == 403 and _header(_comment(gh), "retry-after") == "7"
 
 
-def test_pools_are_limited_apart() -> None:
+def test_pools_are_limited_apart_and_rest_and_graphql_share_one_count() -> None:
     clock = FakeClock()
     gh = _double(clock)
     gh.set_content_limits(per_minute=3, per_hour=10)
-    assert [_comment(gh).status for _ in range(3)] == [201, 201, 201]
-    over = _comment(gh)
+    node = gh.pr("o/r", 1).node_id
+    assert [_comment(gh).status for _ in range(2)] == [201, 201]
+    mutation = _call(gh, "POST", "/graphql", body={"query": ADD_COMMENT, "variables": {"id": node, "body": "gql"}})
+    assert json.loads(mutation.body)["data"]["addComment"]["commentEdge"]["node"]["body"] == "gql"
+    assert _comment(gh).status == 403  # 2 over REST + 1 over GraphQL: the pool's minute is full
+    over = _call(gh, "POST", "/graphql", body={"query": ADD_COMMENT, "variables": {"id": node, "body": "more"}})
     assert over.status == 403 and json.loads(over.body)["message"] == SECONDARY_MESSAGE
     assert _header(over, "retry-after") == "60"
     assert _comment(gh, token="tok-bob").status == 201  # bob's pool is his own
@@ -256,7 +271,7 @@ def test_pools_are_limited_apart() -> None:
     gh.comment("o/r", 1, "world-building")  # not a write: spends no slot
     gh.set_content_limits(per_minute=1, per_hour=1, pool="user:bob")
     assert _comment(gh, token="tok-bob").status == 403
-    assert [c.created for c in gh.writes(pool="user:alice")] == [True, True, True, False]
+    assert [c.created for c in gh.writes(pool="user:alice")] == [True, True, True, False, False]
 
 
 def test_without_rate_limits_nothing_is_refused() -> None:
@@ -329,6 +344,73 @@ def test_writes_give_the_spacing_a_pacing_proxy_is_judged_by(
     assert limits.json() == {"result": None}
     assert alice.post(f"/repos/o/r/issues/{pr}/comments", json={"body": "too soon"}).status_code == 403
     assert http.get(f"{github.url}/_double/writes", params={"created": "false"}).json()["calls"][0]["status"] == 403
+
+
+# -- GraphQL: addComment ------------------------------------------------------------------------
+def test_add_comment_makes_the_same_comment_for_1_point_and_5_secondary(
+    github: ServedDouble, alice: httpx.Client, pr: int
+) -> None:
+    gh = github.gh
+    issue = gh.open_issue("o/r", "a bug")
+    node = gh.pr("o/r", pr).node_id
+    answer = alice.post("/graphql", json={"query": ADD_COMMENT, "variables": {"id": node, "body": "via graphql"}})
+    assert answer.status_code == 200 and "errors" not in answer.json()
+    data = answer.json()["data"]["addComment"]
+    (made,) = gh.comments("o/r", pr)
+    assert data == {
+        "clientMutationId": "m1",
+        "commentEdge": {"node": {"id": made.node_id, "databaseId": made.id, "body": "via graphql",
+                                 "author": {"login": "alice"}}},
+        "subject": {"__typename": "PullRequest", "id": node},
+    }
+    assert alice.get(f"/repos/o/r/issues/{pr}/comments").json()[0]["node_id"] == made.node_id
+    issue_id = alice.post("/graphql", json={"query": ADD_COMMENT, "variables": {
+        "id": gh.world.repos["o/r"].issues[issue].node_id, "body": "on the issue"}}).json()
+    assert issue_id["data"]["addComment"]["subject"]["__typename"] == "Issue"
+    calls = gh.calls(resource="graphql")
+    assert [(c.cost, c.counted, c.mutation, c.content, c.created) for c in calls] == [(1, True, True, True, True)] * 2
+    assert gh.used("user:alice", "graphql") == 2
+    assert gh.busiest_minute(resource="graphql") == (10, "POST /graphql")  # 5 secondary points a mutation
+    read = alice.post("/graphql", json={"query": f'{{ repository(owner: "o", name: "r") {{ pullRequest(number: {pr}) '
+                                                  "{ comments(first: 5) { totalCount nodes { body } } } } }"})
+    assert read.json()["data"]["repository"]["pullRequest"]["comments"] == {
+        "totalCount": 1, "nodes": [{"body": "via graphql"}]}
+
+
+def test_add_comment_errors_are_githubs_and_make_nothing(github: ServedDouble, alice: httpx.Client, pr: int) -> None:
+    gh = github.gh
+    gh.add_token("tok-reader", user="carol", write=False)
+    node = gh.pr("o/r", pr).node_id
+
+    def ask(token: str, subject: str, body: str) -> Any:
+        answer = httpx.post(github.graphql_url, headers={"Authorization": f"token {token}"},
+                            json={"query": ADD_COMMENT, "variables": {"id": subject, "body": body}})
+        assert answer.status_code == 200
+        return answer.json()
+
+    missing = ask("tok-alice", "PR_nope", "x")
+    assert missing["data"] == {"addComment": None}
+    assert missing["errors"][0]["type"] == "NOT_FOUND"
+    assert "Could not resolve to a node with the global id of 'PR_nope'." in str(missing["errors"])
+    forbidden = ask("tok-reader", node, "x")
+    assert forbidden["errors"][0]["type"] == "FORBIDDEN"
+    blank = ask("tok-alice", node, "   ")
+    assert blank["errors"][0]["type"] == "UNPROCESSABLE"
+    assert gh.comments("o/r", pr) == []
+    assert [c.created for c in gh.writes()] == [False, False, False]
+
+
+def test_a_mutation_weighs_5_points_against_the_graphql_minute(github: ServedDouble, alice: httpx.Client,
+                                                                 pr: int) -> None:
+    gh = github.gh
+    gh.secondary_points_per_minute = {"core": 900, "graphql": 9}
+    node = gh.pr("o/r", pr).node_id
+    ask = {"query": ADD_COMMENT, "variables": {"id": node, "body": "x"}}
+    assert alice.post("/graphql", json=ask).status_code == 200  # 5 of 9
+    second = alice.post("/graphql", json=ask)  # 5 + 1 at the door, + 4 is 10: over
+    assert second.status_code == 403 and second.json()["message"] == SECONDARY_MESSAGE
+    assert second.headers["retry-after"] == "60" and len(gh.comments("o/r", pr)) == 1
+    assert alice.post("/graphql", json={"query": "{ viewer { login } }"}).status_code == 200  # 7 of 9
 
 
 def test_a_scenario_declares_who_may_write_and_the_content_limits() -> None:
