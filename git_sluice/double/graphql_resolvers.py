@@ -232,6 +232,12 @@ def issue_node(ctx: GqlContext, repo: Repo, issue: PullRequest | Issue) -> dict[
         "createdAt": _t(issue.created_at),
         "updatedAt": _t(issue.updated_at),
         "closedAt": _t(issue.closed_at),
+        "body": "",
+        "stateReason": "COMPLETED" if issue.state == "closed" else None,
+        "locked": False,
+        # an issue of the double has no assignee and no label (gh issue list asks for both)
+        "assignees": lambda info, **kw: connection([], lambda x: x, **kw),
+        "labels": lambda info, **kw: connection([], lambda x: x, **kw),
         "repository": lambda info: repo_node(ctx, repo),
         "comments": lambda info, **kw: connection(
             issue.comment_list, lambda c: comment_node(ctx, repo, issue, c), **kw
@@ -347,33 +353,6 @@ def _issues(
     }.get(field, lambda i: (i.created_at, i.number))
     issues.sort(key=key, reverse=(orderBy or {}).get("direction", "ASC") == "DESC")
     return connection(issues, lambda i: issue_node(ctx, repo, i), **kw)
-
-
-def issue_node(ctx: GqlContext, repo: Repo, issue: Issue) -> dict[str, Any]:
-    empty = {"nodes": [], "edges": [], "totalCount": 0,
-             "pageInfo": {"hasNextPage": False, "hasPreviousPage": False, "startCursor": None, "endCursor": None}}
-    return {
-        "__typename": "Issue",
-        "id": node_id("I", repo.full_name, str(issue.number)),
-        "databaseId": issue.id,
-        "number": issue.number,
-        "title": issue.title,
-        "body": "",
-        "state": issue.state.upper(),
-        "stateReason": "COMPLETED" if issue.state == "closed" else None,
-        "url": f"{ctx.html}/{repo.full_name}/issues/{issue.number}",
-        "resourcePath": f"/{repo.full_name}/issues/{issue.number}",
-        "createdAt": _t(issue.created_at),
-        "updatedAt": _t(issue.updated_at),
-        "closedAt": _t(issue.closed_at),
-        "closed": issue.state == "closed",
-        "locked": False,
-        "author": _actor(ctx, issue.author),
-        "assignees": lambda info, **_: empty,
-        "labels": lambda info, **_: empty,
-        "comments": lambda info, **_: {**empty, "totalCount": issue.comments},
-        "repository": repo_node(ctx, repo),
-    }
 
 
 _SEARCH_DATE = re.compile(r"^(closed|merged|created|updated):(>=|<=|>|<)?(\d{4}-\d{2}-\d{2})(?:T[0-9:]+Z?)?$")
