@@ -96,6 +96,7 @@ CREATE TABLE IF NOT EXISTS writes (
     pool TEXT NOT NULL,
     at REAL NOT NULL,
     creating INTEGER NOT NULL,
+    sent REAL,
     ended REAL
 );
 CREATE INDEX IF NOT EXISTS writes_by_pool ON writes (pool, at);
@@ -107,7 +108,7 @@ _SCHEMA_PROBES = (
     "SELECT pool, resource, lim, remaining, used, reset, observed_at FROM rates LIMIT 0",
     "SELECT pool, resource, bucket, counted, cost FROM ledger LIMIT 0",
     "SELECT pool, resource, name, value FROM counters LIMIT 0",
-    "SELECT rowid, pool, at, creating, ended FROM writes LIMIT 0",
+    "SELECT rowid, pool, at, creating, sent, ended FROM writes LIMIT 0",
 )
 """Every column this module reads, asked for once per open (no rows read): a file with
 another schema is told apart at once, not at the first query that needs a missing column."""
@@ -732,25 +733,34 @@ class HostStore:
 
         return self._run(op)
 
-    def write_clear(self, pool: str, slot: WriteSlot, rules: pacing.WriteRules) -> float | None:
+    def write_clear(self, pool: str, slot: WriteSlot, rules: pacing.WriteRules, *, creating: bool) -> float | None:
         """When the write of ``slot`` may go, now that its slot has come (:func:`pacing.clear_from`)."""
 
         def op(conn: sqlite3.Connection) -> float | None:
-            earlier = [pacing.Written(at=float(at), creating=bool(c), ended=ended) for at, c, ended in conn.execute(
-                "SELECT at, creating, ended FROM writes WHERE pool = ? AND at < ? AND rowid != ?",
-                (pool, slot.at, slot.ident if slot.ident is not None else -1))]
-            return pacing.clear_from(earlier, self.clock.time(), rules)
+            earlier = [pacing.Written(at=float(at), creating=bool(c), sent=sent, ended=ended)
+                       for at, c, sent, ended in conn.execute(
+                           "SELECT at, creating, sent, ended FROM writes WHERE pool = ? AND at < ? AND rowid != ?",
+                           (pool, slot.at, slot.ident if slot.ident is not None else -1))]
+            return pacing.clear_from(earlier, self.clock.time(), rules, creating)
 
         return self._run(op)
 
+    def write_went(self, slot: WriteSlot) -> None:
+        """The write of ``slot`` goes now: later writes count their windows from this moment."""
+        self._mark_write(slot, "sent")
+
     def write_ended(self, slot: WriteSlot) -> None:
         """The write of ``slot`` has its answer (or failed): the next write counts its gap from now."""
+        self._mark_write(slot, "ended")
+
+    def _mark_write(self, slot: WriteSlot, column: Literal["sent", "ended"]) -> None:
         if slot.ident is None:
             return
 
         def op(conn: sqlite3.Connection) -> None:
             with self._write(conn):
-                conn.execute("UPDATE writes SET ended = ? WHERE rowid = ?", (self.clock.time(), slot.ident))
+                # a write that never went (interrupted in its wait) has an end and no "sent": no window
+                conn.execute(f"UPDATE writes SET {column} = ? WHERE rowid = ?", (self.clock.time(), slot.ident))
 
         self._run(op)
 

@@ -30,6 +30,9 @@ MIN_GAP = 1.0
 """Seconds between two mutating requests of one pool (GitHub: "at least one second")."""
 PER_MINUTE = 80
 PER_HOUR = 500
+WINDOW_MARGIN = 1.0
+"""Seconds a window's write waits past the exact edge: the rules are counted where GitHub receives the
+calls, a moment after they leave this host, and in another clock's seconds."""
 HISTORY_SPAN = 3600.0
 """The longest span a rule looks back over, unless an admission's is longer."""
 
@@ -62,34 +65,49 @@ class WriteRules:
 
 @record(frozen=True)
 class Written:
-    """One write the host gave a slot to: when, whether it creates content, and when its answer came
-    (None while it is in flight)."""
+    """One write the host gave a slot to: its slot, whether it creates content, when it actually went
+    (None until it does) and when its answer came (None while it is in flight)."""
 
     at: float
     creating: bool
     ended: float | None = None
+    sent: float | None = None
 
 
 IN_FLIGHT_LIMIT = 120.0
-"""A write in flight longer than this is taken as ended (a process killed mid-call must not stop the pool)."""
+"""A write slotted this long ago that has not gone or not answered is taken as ended (a process killed
+mid-call must not stop the pool)."""
 
 
-def clear_from(earlier: Sequence[Written], now: float, rules: WriteRules) -> float | None:
-    """When a write whose slot has come may go, given the writes slotted before it: None while one of
-    them is still in flight, else ``min_gap`` after the last of their answers (or now).
+def clear_from(earlier: Sequence[Written], now: float, rules: WriteRules, creating: bool = False) -> float | None:
+    """When a write whose slot has come may go, given the writes slotted before it; None while one of
+    them has not gone yet or is still in flight.
 
-    GitHub's "at least one second between mutative requests" is kept between
-    one answer and the next request, not only between two starts: a write
-    slotted a second after another that is slow to answer waits for it.
+    The slots were given on slots; this holds the rules on what actually
+    happened. GitHub's "at least one second between mutative requests" is kept
+    from one answer to the next request, and a content-creating write's
+    windows (80 a minute, 500 an hour, the admission) count the times the
+    earlier writes went: a write slotted a second after a slow one, or a
+    burst delayed behind its answers, cannot bring two writes closer at GitHub
+    than the rules allow.
     """
     last = None
+    sent: list[float] = []
     for w in earlier:
-        if w.ended is None:
-            if now - w.at < IN_FLIGHT_LIMIT:
-                return None
-            continue
-        last = w.ended if last is None else max(last, w.ended)
-    return now if last is None else max(now, last + rules.min_gap)
+        if w.ended is None and now - w.at < IN_FLIGHT_LIMIT:
+            return None  # not gone yet (it goes first), or in flight
+        if w.ended is not None:
+            last = w.ended if last is None else max(last, w.ended)
+        if w.creating and w.sent is not None:
+            sent.append(w.sent)
+    clear = now if last is None else max(now, last + rules.min_gap)
+    if creating:
+        sent.sort()
+        clear = _window(sent, clear, 60.0, rules.per_minute)
+        clear = _window(sent, clear, 3600.0, rules.per_hour)
+        if rules.admission is not None:
+            clear = _window(sent, clear, rules.admission.span, rules.admission.burst)
+    return clear
 
 
 def is_write(method: str) -> bool:
@@ -156,7 +174,7 @@ def _window(times: Sequence[float], slot: float, span: float, limit: int) -> flo
     before ``slot``) in the span before it: when ``limit`` are there, when the oldest of them leaves."""
     if limit <= 0:
         return float("inf")
-    inside = [t for t in times if slot - span < t]
+    inside = [t for t in times if slot - span - WINDOW_MARGIN < t]
     if len(inside) < limit:
         return slot
-    return max(slot, inside[len(inside) - limit] + span)
+    return max(slot, inside[len(inside) - limit] + span + WINDOW_MARGIN)

@@ -60,15 +60,16 @@ class WritePace(httpx.BaseTransport):
             if slot.wait > 0:
                 self.stats.paced_writes += 1
                 self.waits.sleep(slot.wait)
-            self._clear(pool, slot)
+            self._clear(pool, slot, creating)
+            self.store.write_went(slot)
             return self.inner.handle_request(request)
         finally:
             self.store.write_ended(slot)
 
-    def _clear(self, pool: str, slot: WriteSlot) -> None:
-        """Wait for the writes slotted before this one to have their answers, then the gap."""
+    def _clear(self, pool: str, slot: WriteSlot, creating: bool) -> None:
+        """Wait for the writes slotted before this one to have gone and answered, then for the rules."""
         while True:
-            clear = self.store.write_clear(pool, slot, self.rules)
+            clear = self.store.write_clear(pool, slot, self.rules, creating=creating)
             now = self.waits.clock.time()
             if clear is None:
                 self.waits.poll(IN_FLIGHT_POLL)

@@ -57,7 +57,7 @@ def test_a_burst_goes_at_githubs_pace_and_the_one_past_it_waits_for_the_span() -
     rules = WriteRules(admission=Admission(300, 30))  # ClawSweeper's: 300 an hour, burst 30
     slots = [w.at for _, w in give([(0.0, True)] * 31, rules)]
     assert slots[:30] == [float(i) for i in range(30)]  # one a second
-    assert slots[30] == 360.0  # 30 in 6 minutes: the 31st waits for the first to leave the span
+    assert slots[30] == 361.0  # 30 in 6 minutes: the 31st waits for the first to leave the span (and a second)
 
 
 def test_edits_pace_by_the_gap_only() -> None:
@@ -101,7 +101,7 @@ def test_the_hosts_processes_share_one_pace(tmp_path) -> None:
         slots = [s.reserve_write("p", creating=True, rules=rules, patience=60).at for s in (a, b, a)]
         assert slots == [1000.0, 1001.0, 1002.0]
         refused = b.reserve_write("p", creating=True, rules=rules, patience=0.5)
-        assert not refused.granted and refused.at == 1003.0
+        assert not refused.granted and refused.at == 1004.0  # the span and a second past it
         edit = a.reserve_write("p", creating=False, rules=rules, patience=60)
         assert edit.granted and edit.at == 1003.0  # the refused one kept no slot
         assert a.reserve_write("q", creating=True, rules=rules, patience=0).at == 1000.0  # another pool
@@ -109,3 +109,28 @@ def test_the_hosts_processes_share_one_pace(tmp_path) -> None:
     finally:
         a.close()
         b.close()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.floats(min_value=0, max_value=5, allow_nan=False),
+                          st.floats(min_value=0, max_value=3, allow_nan=False), st.booleans()),
+                min_size=1, max_size=60))
+def test_what_actually_goes_keeps_the_rules_however_late_answers_come(steps) -> None:
+    """Each write is slotted, then goes when clear_from says (after the earlier ones answered, and past
+    every window counted on when they actually went), then takes ``took`` seconds to answer."""
+    from git_sluice.forge.pacing import clear_from
+
+    rules = WriteRules(per_minute=6, per_hour=40, admission=Admission(600, 4))
+    now, rows = 0.0, []
+    for delay, took, creating in steps:
+        now += delay
+        slot = next_slot(rows, now, creating, rules)
+        went = clear_from(rows, slot, rules, creating)
+        assert went is not None  # every earlier write has answered by now (one at a time, in order)
+        rows.append(Written(slot, creating, sent=went, ended=went + took))
+    sent = [w.sent for w in rows]
+    assert all(b - a.ended >= rules.min_gap - 1e-9 for a, b in zip(rows, sent[1:]))  # a second after each answer
+    creators = [w.sent for w in rows if w.creating]
+    assert most_in_any(creators, 60.0) <= rules.per_minute
+    assert most_in_any(creators, 3600.0) <= rules.per_hour
+    assert most_in_any(creators, rules.admission.span) <= rules.admission.burst

@@ -35,8 +35,9 @@ class TickingClock(FakeClock):
 
     STEP = 0.05
 
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
+    def __init__(self, start: float = 1_800_000_000.0, step: float = STEP) -> None:
         super().__init__(start)
+        self.step = step
         self._sleepers = 0
         self._cond = threading.Condition()
         self._ticker = threading.Thread(target=self._tick, daemon=True)
@@ -60,7 +61,7 @@ class TickingClock(FakeClock):
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._sleepers > 0)
-            self.advance(self.STEP)
+            self.advance(self.step)
             time.sleep(0.001)
 
 
