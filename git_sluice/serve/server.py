@@ -31,6 +31,11 @@ log = logging.getLogger("git_sluice")
 
 IDLE_TIMEOUT = 30.0
 """Seconds a kept-alive connection may sit idle between requests."""
+BACKLOG = socket.SOMAXCONN
+"""Connections waiting to be accepted. socketserver's default is 5, and a Unix socket whose backlog
+is full refuses a non-blocking connect at once (EAGAIN; TCP would retry its SYN): ten ``gh`` started
+together got "dial unix …: connect: resource temporarily unavailable". The kernel caps it at
+``net.core.somaxconn``."""
 MAX_SOCKET_PATH = 100
 """sun_path holds 108 bytes on Linux, 104 on macOS; a longer path cannot be bound."""
 
@@ -139,12 +144,14 @@ class _Handler(BaseHTTPRequestHandler):
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = BACKLOG
     tcp = False
 
 
 class _TcpServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = BACKLOG
     tcp = True
 
 
