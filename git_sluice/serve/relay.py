@@ -125,7 +125,8 @@ class Relay:
             forge, who = self.forge_for(token)
             if where.kind == "graphql":
                 return self._graphql(forge, who, lowered, body)
-            return self._rest(forge, method, where.path, lowered, body)
+            caller = shapes.caller_base(lowered.get("host"), tcp=tcp, upstream=forge.api, prefix=where.prefix)
+            return self._rest(forge, method, where.path, lowered, body, caller)
         except AllowanceSpent as exc:
             return self._count(shapes.spent(resource=exc.resource, pool=exc.pool, until=exc.until,
                                             now=self.clock.time(), limit=self._limit(exc.pool, exc.resource)),
@@ -155,10 +156,12 @@ class Relay:
             return self._count(shapes.unavailable("internal error; see `git sluice status` and the log",
                                                   retry=None, now=self.clock.time(), status=500), "error", None)
 
-    def _rest(self, forge: Forge, method: str, path: str, headers: Mapping[str, str], body: bytes) -> shapes.Reply:
+    def _rest(self, forge: Forge, method: str, path: str, headers: Mapping[str, str], body: bytes,
+              caller: str | None = None) -> shapes.Reply:
+        """A REST call; the answer names ``caller`` (the base the caller addressed) where GitHub named itself."""
         answer = forge.request(method, path, content=body if body or method != "GET" else None,
                                headers={k: v for k, v in headers.items() if k in shapes.FORWARDED_REQUEST_HEADERS})
-        reply = self._reply(answer)
+        reply = shapes.rebased(self._reply(answer), forge.api, caller)
         if method.upper() == "GET" and answer.status == 200 and shapes.not_modified_for(
                 headers.get("if-none-match"), answer.headers.get("etag")):
             reply = shapes.Reply(304, {k: v for k, v in reply.headers.items() if k != "content-type"}, b"")

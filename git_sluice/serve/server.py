@@ -34,6 +34,11 @@ IDLE_TIMEOUT = 30.0
 """Seconds a kept-alive connection may sit idle between requests."""
 OVERDUE_GRACE = 5.0
 """Real seconds the calls still waiting after the grace get to answer 503 once told to stop."""
+BACKLOG = socket.SOMAXCONN
+"""Connections waiting to be accepted. socketserver's default is 5, and a Unix socket whose backlog
+is full refuses a non-blocking connect at once (EAGAIN; TCP would retry its SYN): ten ``gh`` started
+together got "dial unix …: connect: resource temporarily unavailable". The kernel caps it at
+``net.core.somaxconn``."""
 MAX_SOCKET_PATH = 100
 """sun_path holds 108 bytes on Linux, 104 on macOS; a longer path cannot be bound."""
 
@@ -138,12 +143,14 @@ class _Handler(BaseHTTPRequestHandler):
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = BACKLOG
     tcp = False
 
 
 class _TcpServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = BACKLOG
     tcp = True
 
 

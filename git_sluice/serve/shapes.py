@@ -34,6 +34,10 @@ FORWARDED_REQUEST_HEADERS = ("accept", "x-github-api-version", "content-type")
 MAX_BODY = 64 * 1024 * 1024
 """The largest request body ``serve`` reads (GitHub's own limit for most endpoints is far below)."""
 _CONTROL = re.compile(r"[\x00-\x20\x7f]")
+_HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$")
+"""A Host header ``serve`` will write into the links it hands back (a name or an address, a port)."""
+REBASED_HEADERS = ("link", "location")
+"""Answer headers that carry an API address: GitHub's next page, a moved repository's new home."""
 
 
 @record(frozen=True)
@@ -43,6 +47,8 @@ class Route:
 
     kind: str
     path: str = ""
+    prefix: str = ""
+    """``/api/v3`` when the caller addressed Enterprise's shape: the links it is handed keep that shape."""
 
 
 @record(frozen=True)
@@ -69,8 +75,9 @@ def route(method: str, target: str) -> Route:
     decoded = unquote(unquote(path))
     if any(part in {".", ".."} for part in decoded.split("/")) or "\\" in decoded or "//" in decoded:
         return Route("bad", "a path without . or .. segments")
+    prefix = ""
     if path.startswith("/api/v3/") or path == "/api/v3":
-        path = path[len("/api/v3"):] or "/"
+        path, prefix = path[len("/api/v3"):] or "/", "/api/v3"
     if path.rstrip("/") in {"/graphql", "/api/graphql"}:
         if method.upper() != "POST":
             return Route("bad", "POST for /graphql")
@@ -78,8 +85,8 @@ def route(method: str, target: str) -> Route:
     if path == "/metrics" and method.upper() == "GET":
         return Route("metrics")
     if path in {"", "/"}:
-        return Route("rest", "/" + (f"?{query}" if query else ""))
-    return Route("rest", path + (f"?{query}" if query else ""))
+        return Route("rest", "/" + (f"?{query}" if query else ""), prefix)
+    return Route("rest", path + (f"?{query}" if query else ""), prefix)
 
 
 def token_of(authorization: str | None) -> str | None:
@@ -169,3 +176,44 @@ def not_modified_for(if_none_match: str | None, etag: str | None) -> bool:
         return False
     wanted = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
     return "*" in wanted or etag.strip().removeprefix("W/") in wanted
+
+
+def caller_base(host: str | None, *, tcp: bool, upstream: str, prefix: str) -> str | None:
+    """The API base the caller addressed, for the addresses in its answer; None: leave them as GitHub wrote them.
+
+    GitHub writes its own API base into every answer (``Link``'s next page,
+    each item's ``url``), and clients follow them as they are: octokit's
+    paginate would go past ``serve`` straight to GitHub with the token,
+    PyGithub refuses an address off its base URL's host and port, and gh
+    sends no token to a host it does not know. So an answer names ``serve``
+    as the caller reached it: on the port, ``http://`` and the caller's
+    ``Host``; on the socket, the upstream's scheme and the caller's ``Host``
+    (gh says ``api.github.com`` there and speaks plain HTTP on the socket
+    whatever the scheme; with ``sluice.api`` on GitHub this is GitHub's own
+    base, unchanged). ``prefix`` is the caller's ``/api/v3`` when it used one.
+    """
+    if not host or not _HOST.match(host.strip()):
+        return None
+    scheme = "http" if tcp else (upstream.partition("://")[0] or "https")
+    return f"{scheme}://{host.strip()}{prefix}"
+
+
+def rebased(reply: Reply, upstream: str, caller: str | None) -> Reply:
+    """``reply`` with GitHub's API base (``upstream``, no trailing slash) replaced by the caller's, in the
+    :data:`REBASED_HEADERS` and in a JSON body; the same reply when there is nothing to replace.
+
+    Only the base followed by ``/``, ``?``, ``{`` or a closing quote or bracket
+    is replaced (``https://api.github.com.evil`` is not GitHub's base), and only
+    the API's: ``html_url`` on github.com and ``upload_url`` stay as written.
+    """
+    upstream = upstream.rstrip("/")
+    if caller is None or caller.rstrip("/") == upstream:
+        return reply
+    base = re.compile(re.escape(upstream) + r'(?=[/?{">]|$)')
+    headers = {name: base.sub(lambda _: caller.rstrip("/"), value) if name in REBASED_HEADERS else value
+               for name, value in reply.headers.items()}
+    body = reply.body
+    if body and "json" in reply.headers.get("content-type", "").lower() and upstream.encode() in body:
+        body = re.compile(re.escape(upstream.encode()) + rb'(?=[/?{"])').sub(
+            lambda _: caller.rstrip("/").encode(), body)
+    return Reply(reply.status, headers, body)

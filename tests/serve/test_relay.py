@@ -107,3 +107,28 @@ def test_a_mutation_is_never_kept(served: Served) -> None:
         for _ in range(2):
             assert client.post("/graphql", json=body).headers.get("x-sluice") != "kept"
     assert len([c for c in gh.ledger[mark:] if c.resource == "graphql"]) == 2
+
+
+def test_the_answer_names_serve_where_github_named_itself(served: Served) -> None:
+    """``Link`` and the body's API addresses name the base the caller addressed, so a client that follows
+    them comes back through serve: the port as its Host says, the socket as gh addresses it."""
+    gh = served.github.gh
+    for i in range(1, 4):
+        gh.open_pr("o/r", head_ref=f"t-{i}", base="main", title=f"T {i}")
+    upstream = served.github.url
+    with served.tcp() as client:
+        page = client.get("/repos/o/r/pulls", params={"per_page": 2})
+        enterprise = client.get("/api/v3/repos/o/r/pulls", params={"per_page": 2})
+    port = f"http://127.0.0.1:{served.port}"
+    assert page.headers["link"] == (f'<{port}/repos/o/r/pulls?per_page=2&page=2>; rel="next", '
+                                    f'<{port}/repos/o/r/pulls?per_page=2&page=2>; rel="last"')
+    assert page.json()[0]["url"] == f"{port}/repos/o/r/pulls/3"
+    assert page.json()[0]["html_url"].startswith("https://github.com/")  # not the API's: as GitHub wrote it
+    assert upstream.encode() not in page.content
+    assert enterprise.json()[0]["base"]["repo"]["url"] == f"{port}/api/v3/repos/o/r"
+    with served.unix() as client:
+        unix = client.get("/repos/o/r/pulls", params={"per_page": 2}, headers={"Authorization": f"token {TOKEN}"})
+        odd = client.get("/repos/o/r", headers={"Authorization": f"token {TOKEN}", "Host": "a b"})
+    assert unix.headers["link"].startswith("<http://api.github.com/repos/o/r/pulls?per_page=2&page=2>")
+    assert unix.json()[0]["url"] == "http://api.github.com/repos/o/r/pulls/3"
+    assert odd.json()["url"] == f"{upstream}/repos/o/r"  # a Host serve will not write: left as GitHub wrote it
