@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-INSTALL = ("gh is not installed: .ci/run installs Debian's package (`apt-get install -y gh`, gh 2.23) "
+INSTALL = ("gh is not installed: tests/clients/install (the README's test command) installs Debian's package (`apt-get install -y gh`, gh 2.23) "
            "before the tests; install it the same way to run these tests")
 NOWHERE = "http://127.0.0.1:9"
 """A proxy no one listens on (the discard port): what does not take the socket fails at once."""

@@ -23,7 +23,7 @@ import pytest
 
 NODE_DIR = Path(__file__).parent / "node"
 SCRIPT = NODE_DIR / "client.mjs"
-INSTALL = ("octokit is not installed: .ci/run installs it with `npm ci` in tests/clients/node "
+INSTALL = ("octokit is not installed: tests/clients/install (the README's test command) installs it with `npm ci` in tests/clients/node "
            "(package.json pins @octokit/rest and @octokit/plugin-throttling); run that, with Node.js 20 or later")
 
 

@@ -5,7 +5,7 @@ What reached "GitHub" is read from the double's ledger (``gh.ledger[mark:]``).
 The clients are real processes (or, for PyGithub, the real library); the time
 is the test's: serve and the double share a FakeClock, and no test waits out
 a real interval (a client's retry handler records and declines). A client
-that is not installed fails its tests, saying how ``.ci/run`` installs it.
+that is not installed fails its tests, saying how ``tests/clients/install`` installs it.
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ def pygithub(served: Served) -> Any:
     try:
         import github
     except ImportError:
-        pytest.fail("PyGithub is not installed: .ci/run installs it with the test extra "
+        pytest.fail("PyGithub is not installed: the README's test command installs it with the test extra "
                     "(pip install '.[test]', pyproject.toml)", pytrace=False)
     return github.Github(auth=github.Auth.Token(TOKEN), base_url=f"http://127.0.0.1:{served.port}", retry=None)
 
