@@ -250,8 +250,9 @@ class Listening:
         seconds, after which ``overdue()`` (the session's cancel: its waits end, answered 503) and a few
         seconds more; then every connection closes."""
         self.stopping.set()
-        for server in self.servers:
-            server.shutdown()
+        if self._threads:  # shutdown() waits for serve_forever: only where it runs
+            for server in self.servers:
+                server.shutdown()
         with self._lock:
             for handler in list(self._open):
                 if not handler.busy:

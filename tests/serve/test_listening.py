@@ -27,3 +27,16 @@ def test_a_burst_of_connections_waits_in_the_backlog_rather_than_being_refused(s
         listening.start()  # stop() waits for the accept loop, which must have run
         listening.stop(grace=5)
     assert not path.exists()
+
+
+def test_a_listening_never_started_stops_at_once(short_dir) -> None:
+    """``stop`` without ``start`` (a failure between the two) must not wait for a serve loop that never ran."""
+    import threading
+
+    from git_sluice.serve.server import Listening
+
+    listening = Listening(relay=None, socket_path=short_dir / "n.sock", port=None)  # type: ignore[arg-type]
+    done = threading.Event()
+    threading.Thread(target=lambda: (listening.stop(grace=1), done.set()), daemon=True).start()
+    assert done.wait(10)
+    assert not (short_dir / "n.sock").exists()
