@@ -51,6 +51,10 @@ KNOWN_KEYS: tuple[str, ...] = (
     "sluice.appKeyFile",
     "sluice.installation",
     "sluice.enforce",
+    "sluice.writeRate",
+    "sluice.writeBurst",
+    "sluice.writePatience",
+    "sluice.graphqlWindow",
 )
 """Every ``sluice.*`` key git-sluice reads (``docs`` are checked against it)."""
 
@@ -65,6 +69,12 @@ starting calls one deadline before the end, so a shorter lease would leave it no
 DEFAULT_DISCOVERY = 60.0
 DEFAULT_LEASE = 300.0
 DEFAULT_API = "https://api.github.com"
+DEFAULT_WRITE_PATIENCE = 30.0
+"""How long a paced write waits for its slot before it is answered "come back at" instead."""
+MAX_WRITE_PATIENCE = 3600.0
+DEFAULT_GRAPHQL_WINDOW = 30.0
+"""Identical GraphQL queries of one token within this long are answered once (``serve``; Tower's own fix)."""
+MAX_GRAPHQL_WINDOW = 3600.0
 DEFAULT_REMOTE = "origin"
 
 _CANONICAL = {key.lower(): key for key in KNOWN_KEYS}
@@ -94,6 +104,11 @@ class Settings:
     installation: str | None
     enforce: bool
     origins: Mapping[str, tuple[str, str]] = field(default_factory=lambda: MappingProxyType({}))
+    write_rate: float | None = None
+    """``sluice.writeRate``: content-creating writes an hour a pool is admitted (with ``write_burst``)."""
+    write_burst: int | None = None
+    write_patience: float = DEFAULT_WRITE_PATIENCE
+    graphql_window: float = DEFAULT_GRAPHQL_WINDOW
     remote_url: str = ""
     """``remote.<remote>.url`` as configured, credentials removed (:func:`redact_url`): what names the
     remote in this host's state, read with the settings so nothing reads the config again."""
@@ -474,6 +489,7 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True, refs: Ref
     for key, value in (("sluice.appId", app_id), ("sluice.appKeyFile", app_key_file),
                        ("sluice.installation", installation)):
         _origin(origins, key, value if value is not None else "", _last(values, key))
+    write_rate, write_burst, write_patience, graphql_window = _choose_pacing(values, origins)
     branch_values = values.get("sluice.branch", [])
     branches = _branches(_tracking(remote_refs, remote), remote, branch_values, need_branches)
     _origin(origins, "sluice.branch", ", ".join(branches), branch_values[-1] if branch_values else None)
@@ -481,6 +497,7 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True, refs: Ref
         remote=remote, branches=branches, discovery=discovery, lease=lease, host=host, repository=repository,
         api=api, graphql=graphql, app_id=app_id, app_key_file=app_key_file, installation=installation,
         enforce=enforce, origins=MappingProxyType(origins),
+        write_rate=write_rate, write_burst=write_burst, write_patience=write_patience, graphql_window=graphql_window,
         remote_url=redact_url(remote_urls[remote]) if remote_urls.get(remote) else "",
     )
 
@@ -521,6 +538,71 @@ def _choose_remote(values: dict[str, list[_Value]], origins: _Origins, remote_ur
         raise ConfigError("sluice.remote", remote, f"the name of a configured git remote (known: {known})")
     _origin(origins, "sluice.remote", remote, given)
     return remote
+
+
+def _choose_pacing(values: dict[str, list[_Value]], origins: _Origins,
+                   ) -> tuple[float | None, int | None, float, float]:
+    """The writes' admission (``sluice.writeRate`` a hour with ``sluice.writeBurst``, both or neither),
+    a paced write's patience, and ``serve``'s window for identical GraphQL queries."""
+    rate_given, burst_given = _last(values, "sluice.writeRate"), _last(values, "sluice.writeBurst")
+    rate = burst = None
+    if rate_given is not None:
+        rate = _per_hour("sluice.writeRate", rate_given.value)
+    if burst_given is not None:
+        burst = _count("sluice.writeBurst", burst_given.value, "a whole number of writes from 1 to 10000")
+    if (rate is None) != (burst is None):
+        missing = "sluice.writeBurst" if burst is None else "sluice.writeRate"
+        raise ConfigError(missing, _UNSET, "set with the other: an admission is a rate and a burst "
+                          "(sluice.writeRate 300/h, sluice.writeBurst 30)")
+    _origin(origins, "sluice.writeRate", f"{rate:g}/h" if rate is not None else "", rate_given)
+    _origin(origins, "sluice.writeBurst", str(burst) if burst is not None else "", burst_given)
+    given = _last(values, "sluice.writePatience")
+    patience = DEFAULT_WRITE_PATIENCE if given is None else _bounded_duration(
+        "sluice.writePatience", given.value, MAX_WRITE_PATIENCE)
+    _origin(origins, "sluice.writePatience", _seconds_text(patience), given)
+    given = _last(values, "sluice.graphqlWindow")
+    window = DEFAULT_GRAPHQL_WINDOW if given is None else _bounded_duration(
+        "sluice.graphqlWindow", given.value, MAX_GRAPHQL_WINDOW)
+    _origin(origins, "sluice.graphqlWindow", _seconds_text(window), given)
+    return rate, burst, patience, window
+
+
+def _per_hour(key: str, raw: str | None) -> float:
+    """A rate an hour: ``300``, ``300/h``, ``5/m`` or ``5/min`` (at most 100,000 an hour)."""
+    form = "writes an hour, more than 0 and at most 100000 (300, 300/h, 5/min)"
+    text = (raw or "").strip().lower().replace(" ", "")
+    factor = 1.0
+    for suffix, mult in (("/hour", 1.0), ("/h", 1.0), ("/min", 60.0), ("/m", 60.0)):
+        if text.endswith(suffix):
+            text, factor = text[: -len(suffix)], mult
+            break
+    try:
+        value = float(text) * factor
+    except ValueError:
+        raise ConfigError(key, raw or "(no value)", form) from None
+    if not 0 < value <= 100_000 or value != value:
+        raise ConfigError(key, raw or "(no value)", form)
+    return value
+
+
+def _count(key: str, raw: str | None, form: str) -> int:
+    text = (raw or "").strip()
+    if not _DIGITS.match(text) or not 1 <= int(text) <= 10_000:
+        raise ConfigError(key, raw or "(no value)", form)
+    return int(text)
+
+
+def _bounded_duration(key: str, raw: str | None, ceiling: float) -> float:
+    form = f"a duration from 0s to {_seconds_text(ceiling)} (30s, 2m or seconds)"
+    if raw is None:
+        raise ConfigError(key, "(no value)", form)
+    try:
+        value = parse_duration(raw)
+    except ValueError:
+        raise ConfigError(key, raw, form) from None
+    if not 0 <= value <= ceiling:
+        raise ConfigError(key, raw, form)
+    return value
 
 
 def _choose_intervals(values: dict[str, list[_Value]], origins: _Origins, floor: float, lease_floor: float,

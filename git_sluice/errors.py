@@ -216,6 +216,11 @@ class AlreadyDriving(UsageError):
 # ------------------------------------------------------------------------- GitHub
 
 
+class ServeRefused(UsageError):
+    """``git sluice serve`` cannot listen where it was asked to (a socket in use, a path that is not a
+    socket, a port taken, an address that is not loopback)."""
+
+
 class ForgeError(SluiceError):
     """GitHub could not give this call an answer to use; every GitHub problem is one of these."""
 
@@ -284,6 +289,25 @@ class AllowanceSpent(ForgeError):
         super().__init__(
             f"GitHub allowance for {resource} (pool {pool}) is spent: "
             f"no call until {local_time(until)}{extra}"
+        )
+
+
+class WriteDeferred(ForgeError):
+    """A write whose slot (GitHub's pace for writes, or the pool's admission) is beyond the caller's patience.
+
+    Nothing was sent; ``until`` is when the slot comes (this host's clock).
+    """
+
+    exit_code = 3
+
+    def __init__(self, pool: str, until: float, wait: float) -> None:
+        self.pool = pool
+        self.until = until
+        self.wait = wait
+        super().__init__(
+            f"this write would go at {local_time(until)} (in {wait:.0f} s), past its patience "
+            f"(sluice.writePatience): GitHub's pace for writes of pool {pool} (1 s apart, 80 a minute, "
+            "500 an hour of content-creating ones) or the pool's admission (sluice.writeRate); not sent"
         )
 
 

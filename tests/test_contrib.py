@@ -148,6 +148,19 @@ def test_the_systemd_unit_is_a_user_unit_per_clone_that_lets_go_on_stop() -> Non
     assert "GH_TOKEN=" not in path.read_text().replace("`GH_TOKEN=...`", "")
 
 
+def test_the_serve_unit_is_a_user_unit_per_clone_that_stops_after_calls_in_flight() -> None:
+    path = ROOT / "contrib" / "systemd" / "git-sluice-serve@.service"
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.optionxform = str  # type: ignore[assignment,method-assign]
+    unit.read(path)
+    service = unit["Service"]
+    assert service["WorkingDirectory"] == "%f" and service["ExecStart"].endswith("git-sluice serve")
+    assert service["KillSignal"] == "SIGTERM" and int(service["TimeoutStopSec"]) >= 60  # patience + a call
+    assert service["RestartPreventExitStatus"] == "2"
+    assert unit["Install"]["WantedBy"] == "default.target"
+    assert "GH_TOKEN=" not in path.read_text().replace("`GH_TOKEN=...`", "")
+
+
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 def test_systemd_accepts_the_unit(tmp_path: Path) -> None:
     home = tmp_path / "h"

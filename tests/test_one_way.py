@@ -49,7 +49,7 @@ def test_only_statefile_and_two_lifelong_locks_call_flock() -> None:
     allowed = {
         "statefile.py",  # the state files' lock
         "forge/kept.py",  # a flight lock: its holder writes the answer's mark into the lock file
-        "runtime/driverlock.py",  # held for a driver's whole life, its pid inside
+        "procs.py",  # PidLock: held for a driver's or a serve's whole life, its pid inside
     }
     assert set(_calls("flock", "fcntl")) <= allowed
 

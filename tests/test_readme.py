@@ -26,7 +26,7 @@ def _readme_commands() -> list[str]:
 def test_ci_runs_the_readme_commands_verbatim() -> None:
     demo, tests = _readme_commands()
     assert demo == "pip install . && git sluice demo"
-    assert tests.startswith("pip install '.[test]' && python -m pytest")
+    assert tests.startswith("tests/clients/install && pip install '.[test]' && python -m pytest")
     readme = (ROOT / "README.md").read_text()
     assert demo in readme and tests in readme
 

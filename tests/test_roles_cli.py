@@ -86,15 +86,26 @@ def test_wait_during_a_pause_learned_from_another_hosts_note_waits_it_out_within
         assert world.clock.time() >= reset
 
 
-def _stderr_lines(proc: subprocess.Popen[str]) -> list[str]:
-    lines: list[str] = []
+class _Lines(list[str]):
+    """stderr's lines as they come; :meth:`all` once the process ended: every line, the last included."""
+
+    pump: threading.Thread
+
+    def all(self) -> str:
+        self.pump.join(timeout=30)  # the process has exited: its stderr ends, and the pump with it
+        return "".join(self)
+
+
+def _stderr_lines(proc: subprocess.Popen[str]) -> _Lines:
+    lines = _Lines()
 
     def pump() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
             lines.append(line)
 
-    threading.Thread(target=pump, daemon=True).start()
+    lines.pump = threading.Thread(target=pump, daemon=True)
+    lines.pump.start()
     return lines
 
 
@@ -127,7 +138,7 @@ def test_every_long_running_command_stops_within_a_second_of_a_signal_while_paus
         proc.send_signal(signum)
         proc.wait(timeout=30)
         took = time.monotonic() - sent
-        said = "".join(lines)
+        said = lines.all()  # not what the pump has read so far: the last line ("stopped …") comes at the exit
         assert "Traceback" not in said, said
         if args[0] == "drive":
             assert proc.returncode == 0, said

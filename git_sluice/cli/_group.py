@@ -20,6 +20,7 @@ COMMAND_MODULES = {
     "status": "view_cmd",
     "demo": "demo_cmd",
     "doctor": "doctor_cmd",
+    "serve": "serve_cmd",
 }
 """Which module of this package defines each command (tests/test_cli_fast.py checks it against the modules)."""
 

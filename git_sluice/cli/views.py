@@ -110,6 +110,8 @@ def status_lines(data: dict[str, Any]) -> Iterator[str]:
                 yield f"    rate-limited {until(pause['until'], now)} ({pause['class']}{source})"
             else:
                 yield f"    recovering: {p['forge']} after a pause"
+    for serving in data.get("serves", []):
+        yield "  " + serve_line(serving)
     failure = data["last_hook_failure"]
     if failure and not failure.get("recovered_at"):
         from ..errors import local_time
@@ -117,6 +119,19 @@ def status_lines(data: dict[str, Any]) -> Iterator[str]:
         when = failure.get("time")
         shown = local_time(when) if isinstance(when, (int, float)) else str(failure.get("at") or "at an unknown time")
         yield f"  last hook round failed: {failure.get('error')} ({shown})"
+
+
+SERVE_ANSWERS = (("counted", "counted"), ("not_modified", "304 (free)"), ("kept", "kept GraphQL"),
+                 ("shared", "shared"), ("refused", "refused"), ("deferred", "deferred writes"))
+
+
+def serve_line(serving: dict[str, Any]) -> str:
+    """One running ``serve``: where it listens, since when, and what passed through it."""
+    where = " and ".join(w for w in (serving.get("socket") and f"socket {serving['socket']}",
+                                     serving.get("port") and f"port {serving['port']}") if w)
+    calls = serving.get("calls") or {}
+    told = ", ".join(f"{calls[k]} {name}" for k, name in SERVE_ANSWERS if calls.get(k)) or "no calls yet"
+    return f"serve: pid {serving['pid']} on {where or '?'} since {serving.get('started_at') or '?'}: {told}"
 
 
 def ago(epoch: float | None, now: float | None = None) -> str:

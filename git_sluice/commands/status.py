@@ -74,7 +74,19 @@ def collect_status(path: str = ".") -> dict[str, Any]:
         "branches": branches,
         "pools": pools,
         "last_hook_failure": last_failure(repo),
+        "serves": _serves(),
     }
+
+
+def _serves() -> list[dict[str, Any]]:
+    """This host's running ``git sluice serve`` processes (their records in the host state dir)."""
+    from ..paths import host_state_dir
+    from ..serve.record import running
+
+    try:
+        return running(host_state_dir())
+    except Exception:  # status never fails for a record it cannot read
+        return []
 
 
 def _pool_json(row: Any, pause: Any, now: float, *, pool: str | None = None, resource: str | None = None) -> dict[str, Any]:

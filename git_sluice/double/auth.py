@@ -38,6 +38,7 @@ class Principal:
     installation_id: int | None = None
     app_id: int | None = None
     repos: frozenset[str] | None = None
+    writes: frozenset[str] | None = None  # write permissions held; None: all (a classic token)
 
     @property
     def pool_key(self) -> str:
@@ -50,6 +51,22 @@ class Principal:
         if self.kind == "app":
             return False
         return self.repos is None or repo.full_name in self.repos
+
+    def can_comment(self, repo: Repo, on_pull_request: bool) -> bool:
+        """Whether this caller may write an issue comment there (GitHub: ``issues: write``, or on a
+        pull request ``pull_requests: write`` too). A caller who cannot read the repository never
+        gets this far: it is a 404 before it is a 403."""
+        if self.kind not in ("user", "installation") or not self.can_read(repo):
+            return False
+        if self.writes is None:
+            return True
+        return "issues" in self.writes or (on_pull_request and "pull_requests" in self.writes)
+
+    def refusal(self) -> str:
+        """GitHub's words for a write this caller's permissions do not cover."""
+        if self.kind == "installation":
+            return "Resource not accessible by integration"
+        return "Resource not accessible by personal access token"
 
     def limit_subject(self) -> str:
         """Who GitHub's "API rate limit exceeded for …" names."""
@@ -69,6 +86,15 @@ ANONYMOUS = Principal(kind="anon", pool=None)
 class AuthFailure:
     message: str
     token_sha: str | None
+
+
+def actor_login(gh: "GitHubDouble", principal: Principal) -> str:
+    """The login a caller reads and writes as: the user, or an installation's ``SLUG[bot]``."""
+    if principal.kind == "installation":
+        inst = gh.world.installations.get(principal.installation_id or 0)
+        app = gh.world.apps.get(inst.app_id) if inst else None
+        return f"{app.slug if app else 'app'}[bot]"
+    return principal.login or "ghost"
 
 
 def bearer(header: str | None) -> str | None:
@@ -92,9 +118,9 @@ def authenticate(gh: "GitHubDouble", header: str | None, path: str, now: float) 
         if grant.kind == "user":
             user = gh.world.users[grant.user or ""]
             return Principal(kind="user", pool=grant.pool, token_sha=sha, login=user.login,
-                             user_id=user.id, repos=grant.repos)
+                             user_id=user.id, repos=grant.repos, writes=grant.writes)
         return Principal(kind="installation", pool=grant.pool, token_sha=sha,
-                         installation_id=grant.installation_id, repos=grant.repos)
+                         installation_id=grant.installation_id, repos=grant.repos, writes=grant.writes)
     if credential and credential.count(".") == 2 and JWT_ROUTES.search(path):
         return _app_from_jwt(gh, credential, sha, now)
     return AuthFailure("Bad credentials", sha)

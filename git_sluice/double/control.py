@@ -4,7 +4,7 @@ For a stand-alone double in another process (the benchmark, ``git sluice
 demo``, a shell), the Python methods are mirrored one for one: ``POST
 /_double/open_pr {"repo": "o/r", "head_ref": "feat"}`` calls
 ``gh.open_pr(repo="o/r", head_ref="feat")`` and answers ``{"result": 1}``.
-Reading: ``GET /_double/ledger?since=N``, ``counted``, ``requests``,
+Reading: ``GET /_double/ledger?since=N``, ``writes``, ``counted``, ``requests``,
 ``remaining``, ``pr``, ``faults``, ``knobs``, ``clock``. Control calls are
 never counted and never in the ledger.
 """
@@ -29,6 +29,7 @@ METHODS = (
     "add_app",
     "add_installation",
     "set_limit",
+    "set_content_limits",
     "add_repo",
     "open_pr",
     "push_pr",
@@ -109,6 +110,11 @@ def _read(gh: "GitHubDouble", name: str, params: dict[str, Any]) -> tuple[int, A
     if name == "ledger":
         since = params.pop("since", 0)
         calls = gh.calls(since=since, **params)
+        return 200, {"calls": [c.to_json() for c in calls], "next": gh.mark()}
+    if name == "writes":
+        created = params.get("created")
+        calls = gh.writes(params.get("pool"), params.get("since"),
+                          None if created is None else created.lower() in ("1", "true", "yes"))
         return 200, {"calls": [c.to_json() for c in calls], "next": gh.mark()}
     if name == "counted":
         return 200, {"result": gh.counted(params.get("pool"), params.get("resource"), params.get("since"))}

@@ -17,7 +17,7 @@ from typing import Any
 from ..clock import Clock, SystemClock
 from .faults import Faults
 from .ledger import Call, Ledger, busiest_minute
-from .limits import Limits, Secondary, secondary_points
+from .limits import CONTENT_PER_HOUR, CONTENT_PER_MINUTE, ContentLimits, Limits, Secondary, secondary_points
 from .model import (
     CHECK_CONCLUSIONS,
     CHECK_STATUSES,
@@ -28,6 +28,7 @@ from .model import (
     CommitStatus,
     DoubleError,
     Issue,
+    IssueComment,
     PullRequest,
     Review,
     World,
@@ -59,6 +60,7 @@ class GitHubDouble:
         self.world = World()
         self.limits = Limits()
         self.secondary = Secondary()
+        self.content = ContentLimits()
         self._ledger = Ledger()
         self._faults = Faults()
         # Knobs: how a spent or abused allowance answers.
@@ -96,21 +98,36 @@ class GitHubDouble:
         with self.lock:
             return self.world.add_user(login)
 
-    def add_token(self, token: str, user: str, repos: list[str] | None = None) -> str:
-        """A user's token (made user if new); ``repos`` limits it like a fine-grained token."""
+    def add_token(self, token: str, user: str, repos: list[str] | None = None, write: bool = True) -> str:
+        """A user's token (made user if new); ``repos`` limits it like a fine-grained token.
+
+        ``write=False`` is a token with read access only (a fine-grained token
+        whose Issues and Pull requests permissions are read): GitHub answers
+        its writes 403, so a proxy's tests can see a refused write.
+        """
         with self.lock:
-            return self.world.add_token(token, user, repos)
+            return self.world.add_token(token, user, repos, write)
 
     def add_app(self, app_id: int, public_key_pem: str | bytes, slug: str | None = None) -> str:
         with self.lock:
             return self.world.add_app(app_id, public_key_pem, slug)
 
     def add_installation(
-        self, app_id: int, installation_id: int, repos: list[str], account: str | None = None
+        self,
+        app_id: int,
+        installation_id: int,
+        repos: list[str],
+        account: str | None = None,
+        permissions: dict[str, str] | None = None,
     ) -> str:
-        """An App installation on ``repos``; returns its pool ("installation:ID")."""
+        """An App installation on ``repos``; returns its pool ("installation:ID").
+
+        ``permissions`` (e.g. ``{"issues": "write"}``) is laid over the default
+        read-only set (checks, metadata, pull_requests, statuses: read), as an
+        App's settings decide what its installations may write.
+        """
         with self.lock:
-            return self.world.add_installation(app_id, installation_id, repos, account)
+            return self.world.add_installation(app_id, installation_id, repos, account, permissions)
 
     def set_limit(self, pool: str, resource: str, limit: int, window: float | None = None) -> None:
         """Set a pool's allowance for one resource ("anon" is the unauthenticated pool)."""
@@ -118,6 +135,16 @@ class GitHubDouble:
             if window is None:
                 window = self.limits.bucket(pool, resource, self.clock.time()).window
             self.limits.set_limit(pool, resource, limit, window)
+
+    def set_content_limits(
+        self, per_minute: int = CONTENT_PER_MINUTE, per_hour: int = CONTENT_PER_HOUR, pool: str | None = None
+    ) -> None:
+        """GitHub's content-creation secondary limits: at most ``per_minute`` comments a minute and
+        ``per_hour`` an hour per pool (80 and 500 on GitHub); ``pool`` None sets every pool's."""
+        if per_minute < 0 or per_hour < 0:
+            raise DoubleError(f"content limits {per_minute}/min, {per_hour}/h: expected counts of 0 or more")
+        with self.lock:
+            self.content.set(per_minute, per_hour, pool)
 
     # -- repositories and pull requests ----------------------------------------
     def add_repo(self, full_name: str, default_branch: str = "main", private: bool = False) -> str:
@@ -376,18 +403,38 @@ class GitHubDouble:
             self._touch(issue)
             issue.state, issue.closed_at = "closed", issue.updated_at
 
-    def comment(self, repo: str, number: int, body: str = "", author: str | None = None) -> None:
-        """An issue comment on #number: on a pull request it moves updated_at; no repository counter moves."""
+    def comment(self, repo: str, number: int, body: str = "", author: str | None = None) -> int:
+        """An issue comment on #number; returns its id. On a pull request it moves updated_at; no
+        repository counter moves. Made this way it is world-building, not a write: no pool spends
+        a content-creation slot and the ledger holds nothing."""
         with self.lock:
-            r = self.world.repo(repo)
-            self.world.add_user(author or "alice")
-            target: PullRequest | Issue
-            if int(number) in r.pulls:
-                target = r.pulls[int(number)]
-            else:
-                target = self.world.issue(repo, number)
+            return self.add_comment(repo, number, body, author or "alice").id
+
+    def add_comment(
+        self, repo: str, number: int, body: str, author: str, pool: str | None = None, app_id: int | None = None
+    ) -> IssueComment:
+        """The one place a comment is made, by ``comment`` or by a write (REST POST, ``addComment``).
+
+        ``pool``: the pool a write came from; it spends one of the pool's
+        content-creation slots (``set_content_limits``).
+        """
+        with self.lock:
+            target = self.world.commentable(repo, number)
+            self.world.add_user(author)
+            now = self._now()
+            made = IssueComment(id=self.world.next_id("comment"), repo=repo, number=int(number), author=author,
+                                body=body, created_at=now, updated_at=now, app_id=app_id)
+            target.comment_list.append(made)
             target.comments += 1
             self._touch(target)
+            if pool is not None:
+                self.content.created(pool, self.clock.time())
+            return made
+
+    def comments(self, repo: str, number: int) -> list[IssueComment]:
+        """The issue comments on #number (issue or pull request), oldest first, for assertions."""
+        with self.lock:
+            return list(self.world.commentable(repo, number).comment_list)
 
     def pr(self, repo: str, number: int) -> PullRequest:
         """The model object itself, for assertions (read it; change it through the methods)."""
@@ -431,6 +478,24 @@ class GitHubDouble:
         status: int | None = None,
     ) -> list[Call]:
         return self._ledger.calls(since, pool, resource, method, path, status)
+
+    def writes(
+        self, pool: str | None = None, since: int | None = None, created: bool | None = None
+    ) -> list[Call]:
+        """The content-creating calls (``CONTENT_CREATING``: a comment POST, an ``addComment``
+        mutation), oldest first; ``created`` True keeps those that made a comment, False those
+        refused or failed (a secondary-limit 403, a 422, a GraphQL error), None both.
+
+        What a test of a write-pacing proxy asserts on: ``time`` is the
+        double's clock at arrival, so the spacing of a pool's writes is
+        ``[c.time for c in gh.writes(pool="user:alice", created=True)]``. A
+        GraphQL mutation answers 200 whether or not it made anything, which is
+        why ``created`` and not the status tells.
+        """
+        return [
+            c for c in self._ledger.calls(since, pool)
+            if c.content and (created is None or c.created == created)
+        ]
 
     def counted(self, pool: str | None = None, resource: str | None = None, since: int | None = None) -> int:
         """Sum of the cost of counted calls (REST 1 each, GraphQL its points)."""

@@ -3,8 +3,11 @@
 GitHub answers an invalid query with HTTP 200 and an ``errors`` list, prices a
 valid one before running it (see graphql_cost.py), refuses one it cannot
 afford with ``RATE_LIMITED`` (HTTP 200, not counted), and otherwise charges
-the points and runs it. The schema is GitHub's real one, built once per
-process (it takes most of a second).
+the points and runs it. One mutation runs (``addComment``: a pacing proxy's
+tests need a GraphQL write); :func:`prepare` and :func:`execute` are apart so
+the pipeline can weigh a mutation's secondary price and content limits in
+between. The schema is GitHub's real one, built once per process (it takes
+most of a second).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from graphql import (
     FieldNode,
     FragmentDefinitionNode,
     GraphQLError,
+    OperationDefinitionNode,
     GraphQLSchema,
     OperationType,
     build_schema,
@@ -36,7 +40,8 @@ from graphql.utilities import get_operation_ast
 
 from .auth import Principal
 from .graphql_cost import Price, QueryLimitError, price
-from .graphql_resolvers import GqlContext, NotFound, rate_limit_values, root_value
+from .graphql_resolvers import GqlContext, TypedError, rate_limit_values, root_value
+from .limits import CONTENT_CREATING
 
 if TYPE_CHECKING:
     from .core import GitHubDouble
@@ -86,8 +91,8 @@ def _format_validation(error: GraphQLError) -> dict[str, Any]:
 
 def _format_execution(error: GraphQLError) -> dict[str, Any]:
     out: dict[str, Any] = dict(error.formatted)
-    if isinstance(error.original_error, NotFound):
-        out = {"type": "NOT_FOUND", **out}
+    if isinstance(error.original_error, TypedError):
+        out = {"type": error.original_error.kind, **out}
     elif isinstance(error.original_error, PartialFault):
         out = {"type": "SERVICE_UNAVAILABLE", **out}
     return out
@@ -106,14 +111,43 @@ TIMEOUT_MESSAGE = (
 )
 
 
+MUTATIONS = ("addComment",)
+"""The mutations the double runs; any other answers an error rather than a made-up null."""
+
+
+@dataclass
+class Prepared:
+    """A request parsed, validated and priced: what the pipeline weighs before it runs."""
+
+    document: DocumentNode
+    operation: OperationDefinitionNode
+    operation_name: str | None
+    variables: dict[str, Any]
+    cost: Price
+    mutation: bool = False
+    fields: tuple[str, ...] = ()  # the operation's top-level fields ("addComment")
+
+    @property
+    def content(self) -> bool:
+        """Whether it creates content (``CONTENT_CREATING``): a pool's content limits apply."""
+        return self.mutation and any(f"mutation {name}" in CONTENT_CREATING for name in self.fields)
+
+
 def run(
     gh: "GitHubDouble", principal: Principal, raw: bytes, now: float, partial: bool = False, timeout: bool = False
 ) -> GraphQLOutcome:
-    """One GraphQL request to its answer; the caller holds ``gh.lock``.
+    """One GraphQL request to its answer, with no limit but the primary one; the caller holds ``gh.lock``."""
+    prepared = prepare(principal, raw)
+    if isinstance(prepared, GraphQLOutcome):
+        return prepared
+    return execute(gh, principal, prepared, now, partial=partial, timeout=timeout)
 
-    ``timeout`` (the ``graphql_timeout`` fault), or a query over the knob
-    ``graphql_timeout_nodes`` nodes, stands for a query that ran past GitHub's
-    10 s: 502, no data, and its points charged all the same.
+
+def prepare(principal: Principal, raw: bytes) -> Prepared | GraphQLOutcome:
+    """Parse, validate and price one request; an answer already when GitHub would answer it so.
+
+    Split from :func:`execute` so the pipeline can weigh a mutation (5
+    secondary points, content limits) before anything runs or is charged.
     """
     if principal.kind == "anon":
         return GraphQLOutcome(
@@ -148,7 +182,19 @@ def run(
     operation = get_operation_ast(document, operation_name)
     if operation is None:
         return GraphQLOutcome(200, _error_body({"message": "An operation name is required"}))
-    if operation.operation != OperationType.QUERY:
+    mutation = operation.operation == OperationType.MUTATION
+    fields: tuple[str, ...] = ()
+    if mutation:
+        fields = tuple(
+            sel.name.value if isinstance(sel, FieldNode) else "…" for sel in operation.selection_set.selections
+        )
+        others = [f for f in fields if f not in MUTATIONS and f != "__typename"]
+        if others:
+            return GraphQLOutcome(200, _error_body({
+                "message": f"The GitHub double runs queries and the {', '.join(MUTATIONS)} mutation only, "
+                f"not {', '.join(others)}."
+            }))
+    elif operation.operation != OperationType.QUERY:
         return GraphQLOutcome(
             200, _error_body({"message": f"The GitHub double answers queries only, not a {operation.operation.value}."})
         )
@@ -159,7 +205,26 @@ def run(
         cost = price(schema, operation, _fragments(document), coerced)
     except QueryLimitError as refusal:
         return GraphQLOutcome(200, _error_body(refusal.to_json()))
+    return Prepared(document, operation, operation_name, variables, cost, mutation, fields)
 
+
+def execute(
+    gh: "GitHubDouble",
+    principal: Principal,
+    prepared: Prepared,
+    now: float,
+    partial: bool = False,
+    timeout: bool = False,
+) -> GraphQLOutcome:
+    """Charge and run a prepared request; the caller holds ``gh.lock``.
+
+    ``timeout`` (the ``graphql_timeout`` fault), or a query over the knob
+    ``graphql_timeout_nodes`` nodes, stands for a query that ran past GitHub's
+    10 s: 502, no data, and its points charged all the same. A mutation costs
+    its primary points like a query (1 for ``addComment``).
+    """
+    cost, operation, document = prepared.cost, prepared.operation, prepared.document
+    schema = github_schema()
     bucket = gh.limits.bucket(principal.pool_key, "graphql", now)
     if not cost.dry_run:
         if gh.rate_limits:
@@ -182,8 +247,8 @@ def run(
             schema,
             document,
             root_value=root_value(ctx),
-            variable_values=variables,
-            operation_name=operation_name,
+            variable_values=prepared.variables,
+            operation_name=prepared.operation_name,
             middleware=[failing] if failing else None,
         )
         if failing is None or failing.fired:

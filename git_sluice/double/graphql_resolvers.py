@@ -5,28 +5,63 @@ function (with the field's arguments), and resolves abstract types by the
 dict's ``__typename``; so each object here is a dict whose fields that take
 arguments are small functions. Only what git-sluice (and tools like it) ask
 for is modelled: repositories, pull requests, their labels, reviews, commits,
-check rollups, the viewer and ``rateLimit``. A field the double does not hold
+check rollups, issue comments, issues and ``search`` as ``gh issue list`` /
+``gh pr list`` ask for them, the viewer and ``rateLimit`` — and one mutation,
+``addComment``, the write a pacing proxy's tests send. A field the double does not hold
 answers null (or fails where the schema says non-null), never a made-up value.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as _dt
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from .auth import Principal
+from .auth import Principal, actor_login
 from .graphql_cost import Price
 from .limits import Bucket
-from .model import CheckRun, CommitStatus, PullRequest, Repo, Review, combined_state, node_id, rollup_state
+from .model import (
+    CheckRun,
+    CommitStatus,
+    Issue,
+    IssueComment,
+    PullRequest,
+    Repo,
+    Review,
+    combined_state,
+    node_id,
+    rollup_state,
+)
 from .timefmt import rfc3339
 
 if TYPE_CHECKING:
     from .core import GitHubDouble
 
 
-class NotFound(Exception):
+class TypedError(Exception):
+    """A field's failure as GitHub types it in ``errors[].type``; the field answers null."""
+
+    kind = "INTERNAL"
+
+
+class NotFound(TypedError):
     """GitHub's NOT_FOUND: the field is null and an error names what could not be resolved."""
+
+    kind = "NOT_FOUND"
+
+
+class Forbidden(TypedError):
+    """GitHub's FORBIDDEN: the caller may read the subject but its permissions do not cover the write."""
+
+    kind = "FORBIDDEN"
+
+
+class Unprocessable(TypedError):
+    """GitHub's UNPROCESSABLE: the write's input is refused (a blank comment)."""
+
+    kind = "UNPROCESSABLE"
 
 
 @dataclass
@@ -102,8 +137,11 @@ def root_value(ctx: GqlContext) -> dict[str, Any]:
     return {
         "repository": lambda info, owner, name, **_: _repository(ctx, owner, name),
         "viewer": lambda info: _viewer(ctx),
+        "search": lambda info, query, type, **kw: search(ctx, query, type, **kw),
         # Enterprise Server with rate limiting off answers rateLimit with null.
         "rateLimit": lambda info, **_: rate_limit_values(ctx) if ctx.gh.rate_limits else None,
+        # Mutation fields share the root: graphql-core reads the same dict for either operation.
+        "addComment": lambda info, input, **_: _add_comment(ctx, input),
     }
 
 
@@ -135,12 +173,112 @@ def _actor(ctx: GqlContext, login: str) -> dict[str, Any]:
 
 
 def _viewer(ctx: GqlContext) -> dict[str, Any]:
-    p = ctx.principal
-    if p.kind == "installation":
-        inst = ctx.gh.world.installations.get(p.installation_id or 0)
-        app = ctx.gh.world.apps.get(inst.app_id) if inst else None
-        return _actor(ctx, f"{app.slug if app else 'app'}[bot]")
-    return _actor(ctx, p.login or "ghost")
+    return _actor(ctx, actor_login(ctx.gh, ctx.principal))
+
+
+# -- addComment ----------------------------------------------------------------------
+def _subject(ctx: GqlContext, subject_id: str) -> tuple[Repo, PullRequest | Issue]:
+    """The issue or pull request a global id names, among the repositories the caller may read."""
+    for repo in ctx.gh.world.repos.values():
+        if not ctx.principal.can_read(repo):
+            continue
+        items: list[PullRequest | Issue] = [*repo.pulls.values(), *repo.issues.values()]
+        for item in items:
+            if item.node_id == subject_id:
+                return repo, item
+    raise NotFound(f"Could not resolve to a node with the global id of '{subject_id}'.")
+
+
+def _add_comment(ctx: GqlContext, given: dict[str, Any]) -> dict[str, Any]:
+    """``addComment``: the same comment ``POST …/issues/{n}/comments`` makes, checked the same way."""
+    repo, subject = _subject(ctx, given["subjectId"])
+    pull = isinstance(subject, PullRequest)
+    if not ctx.principal.can_comment(repo, on_pull_request=pull):
+        raise Forbidden(f"{ctx.principal.refusal()} (addComment)")
+    body = given["body"]
+    if not body.strip():
+        raise Unprocessable("Body cannot be blank")
+    comment = ctx.gh.add_comment(repo.full_name, subject.number, body, actor_login(ctx.gh, ctx.principal),
+                                 pool=ctx.principal.pool_key, app_id=_app_of(ctx))
+    node = comment_node(ctx, repo, subject, comment)
+    edge = {"cursor": cursor(len(subject.comment_list) - 1), "node": node}
+    return {
+        "clientMutationId": given.get("clientMutationId"),
+        "commentEdge": edge,
+        "timelineEdge": edge,
+        "subject": pr_node(ctx, repo, subject) if isinstance(subject, PullRequest) else issue_node(ctx, repo, subject),
+    }
+
+
+def _app_of(ctx: GqlContext) -> int | None:
+    inst = ctx.gh.world.installations.get(ctx.principal.installation_id or 0)
+    return inst.app_id if inst is not None and ctx.principal.kind == "installation" else None
+
+
+def issue_node(ctx: GqlContext, repo: Repo, issue: PullRequest | Issue) -> dict[str, Any]:
+    """An ``Issue``; for a pull request, the issue GitHub keeps beside every one (a comment's ``issue``)."""
+    url = f"{ctx.html}/{repo.full_name}/issues/{issue.number}"
+    return {
+        "__typename": "Issue",
+        "id": node_id("I", repo.full_name, issue.number),
+        "databaseId": issue.id,
+        "number": issue.number,
+        "title": issue.title,
+        "state": issue.state.upper(),
+        "closed": issue.state == "closed",
+        "url": url,
+        "resourcePath": f"/{repo.full_name}/issues/{issue.number}",
+        "author": _actor(ctx, issue.author),
+        "createdAt": _t(issue.created_at),
+        "updatedAt": _t(issue.updated_at),
+        "closedAt": _t(issue.closed_at),
+        "body": "",
+        "stateReason": "COMPLETED" if issue.state == "closed" else None,
+        "locked": False,
+        # an issue of the double has no assignee and no label (gh issue list asks for both)
+        "assignees": lambda info, **kw: connection([], lambda x: x, **kw),
+        "labels": lambda info, **kw: connection([], lambda x: x, **kw),
+        "repository": lambda info: repo_node(ctx, repo),
+        "comments": lambda info, **kw: connection(
+            issue.comment_list, lambda c: comment_node(ctx, repo, issue, c), **kw
+        ),
+    }
+
+
+def comment_node(ctx: GqlContext, repo: Repo, subject: PullRequest | Issue, comment: IssueComment) -> dict[str, Any]:
+    """An ``IssueComment``: what ``addComment`` answers and a subject's ``comments`` list."""
+    kind = "pull" if isinstance(subject, PullRequest) else "issues"
+    url = f"{ctx.html}/{repo.full_name}/{kind}/{subject.number}#issuecomment-{comment.id}"
+    mine = comment.author == actor_login(ctx.gh, ctx.principal)
+    return {
+        "__typename": "IssueComment",
+        "id": comment.node_id,
+        "databaseId": comment.id,
+        "fullDatabaseId": comment.id,
+        "body": comment.body,
+        "bodyText": comment.body,
+        "author": _actor(ctx, comment.author),
+        "authorAssociation": "OWNER" if comment.author == repo.owner else "CONTRIBUTOR",
+        "createdAt": _t(comment.created_at),
+        "updatedAt": _t(comment.updated_at),
+        "publishedAt": _t(comment.created_at),
+        "lastEditedAt": None,
+        "createdViaEmail": False,
+        "includesCreatedEdit": False,
+        "isMinimized": False,
+        "minimizedReason": None,
+        "url": url,
+        "resourcePath": url.removeprefix(ctx.html),
+        "viewerDidAuthor": mine,
+        "viewerCanUpdate": mine,
+        "viewerCanDelete": mine,
+        "viewerCanReact": True,
+        "viewerCanMinimize": False,
+        "viewerCannotUpdateReasons": [] if mine else ["INSUFFICIENT_ACCESS"],
+        "repository": lambda info: repo_node(ctx, repo),
+        "issue": lambda info: issue_node(ctx, repo, subject),
+        "pullRequest": lambda info: pr_node(ctx, repo, subject) if isinstance(subject, PullRequest) else None,
+    }
 
 
 def _repository(ctx: GqlContext, owner: str, name: str) -> dict[str, Any]:
@@ -182,17 +320,101 @@ def repo_node(ctx: GqlContext, repo: Repo) -> dict[str, Any]:
         "stargazerCount": len(repo.stargazers),
         "forkCount": len(repo.forks),
         "diskUsage": repo.size,
-        "issues": lambda info, states=None, **kw: connection(
-            [i for i in repo.issues.values() if not states or i.state.upper() in states],
-            lambda i: {"__typename": "Issue", "number": i.number, "title": i.title, "state": i.state.upper()},
-            **kw,
-        ),
+        "issues": lambda info, **kw: _issues(ctx, repo, **kw),
+        "hasIssuesEnabled": True,
         "isFork": repo.parent is not None,
         "pullRequest": lambda info, number, **_: _pull_request(ctx, repo, number),
         "object": lambda info, oid=None, expression=None, **_: _object(ctx, repo, oid, expression),
         "ref": lambda info, qualifiedName, **_: _ref(ctx, repo, qualifiedName),
         "pullRequests": lambda info, **kw: _pull_requests(ctx, repo, **kw),
     }
+
+
+def _issues(
+    ctx: GqlContext,
+    repo: Repo,
+    states: list[str] | None = None,
+    filterBy: dict[str, Any] | None = None,
+    orderBy: dict[str, Any] | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
+    """``repository.issues``: the states, ``filterBy`` (createdBy; an issue here has no assignee and
+    mentions no one) and ``orderBy`` that ``gh issue list`` asks with."""
+    issues = [i for i in repo.issues.values() if not states or i.state.upper() in states]
+    wanted = filterBy or {}
+    if wanted.get("createdBy"):
+        issues = [i for i in issues if i.author == wanted["createdBy"]]
+    if wanted.get("assignee") or wanted.get("mentioned"):
+        issues = []
+    field = (orderBy or {}).get("field", "CREATED_AT")
+    key: Callable[[Issue], Any] = {
+        "UPDATED_AT": lambda i: (i.updated_at, i.number),
+        "COMMENTS": lambda i: (i.comments, i.number),
+    }.get(field, lambda i: (i.created_at, i.number))
+    issues.sort(key=key, reverse=(orderBy or {}).get("direction", "ASC") == "DESC")
+    return connection(issues, lambda i: issue_node(ctx, repo, i), **kw)
+
+
+_SEARCH_DATE = re.compile(r"^(closed|merged|created|updated):(>=|<=|>|<)?(\d{4}-\d{2}-\d{2})(?:T[0-9:]+Z?)?$")
+
+
+def search(ctx: GqlContext, query: str, type: str, **kw: Any) -> dict[str, Any]:  # noqa: A002 (GitHub's name)
+    """``search(type: ISSUE)`` over the double's issues and pull requests, for the qualifiers ``gh`` writes:
+    ``repo:``, ``is:``/``type:`` issue or pr, ``is:``/``state:`` open, closed or merged, and
+    ``closed:``/``merged:``/``created:``/``updated:`` with ``>``, ``>=``, ``<``, ``<=`` a date. Free words
+    must appear in the title. Newest first (GitHub's best match, for a date-only search)."""
+    if type != "ISSUE":
+        return connection([], lambda x: x, extra={"issueCount": 0, "repositoryCount": 0, "userCount": 0}, **kw)
+    repos: list[str] = []
+    kinds: set[str] = set()
+    states: set[str] = set()
+    dates: list[tuple[str, str, int]] = []
+    words: list[str] = []
+    for token in query.split():
+        key, _, value = token.partition(":")
+        date = _SEARCH_DATE.match(token)
+        if key == "repo" and value:
+            repos.append(value.lower())
+        elif key in ("is", "type") and value in ("issue", "pr", "pull-request"):
+            kinds.add("pr" if value != "issue" else "issue")
+        elif key in ("is", "state") and value in ("open", "closed", "merged"):
+            states.add(value)
+        elif date is not None:
+            stamp = int(_dt.datetime.strptime(date.group(3), "%Y-%m-%d").replace(tzinfo=_dt.timezone.utc).timestamp())
+            dates.append((date.group(1), date.group(2) or "=", stamp))
+        elif ":" not in token:
+            words.append(token.lower())
+    found: list[tuple[Repo, Any]] = []
+    for repo in ctx.gh.world.repos.values():
+        if repos and repo.full_name.lower() not in repos or not ctx.principal.can_read(repo):
+            continue
+        if not kinds or "issue" in kinds:
+            found += [(repo, i) for i in repo.issues.values()]
+        if not kinds or "pr" in kinds:
+            found += [(repo, p) for p in repo.pulls.values()]
+
+    def keep(item: Any) -> bool:
+        merged = getattr(item, "merged_at", None)
+        if states and not any(
+                (s == "open" and item.state == "open") or (s == "closed" and item.state == "closed")
+                or (s == "merged" and merged is not None) for s in states):
+            return False
+        for which, op, stamp in dates:
+            at = {"closed": item.closed_at, "merged": merged, "created": item.created_at,
+                  "updated": item.updated_at}[which]
+            day_end = stamp + 86_400
+            if at is None or not {">": at >= day_end, ">=": at >= stamp, "<": at < stamp, "<=": at < day_end,
+                                  "=": stamp <= at < day_end}[op]:
+                return False
+        return all(word in item.title.lower() for word in words)
+
+    found = sorted((f for f in found if keep(f[1])), key=lambda f: (f[1].updated_at, f[1].number), reverse=True)
+
+    def node(pair: tuple[Repo, Any]) -> dict[str, Any]:
+        repo, item = pair
+        return issue_node(ctx, repo, item) if isinstance(item, Issue) else pr_node(ctx, repo, item)
+
+    return connection(found, node, extra={"issueCount": len(found), "repositoryCount": 0, "userCount": 0}, **kw)
 
 
 def _known_commit(repo: Repo, sha: str) -> bool:
@@ -332,6 +554,7 @@ def pr_node(ctx: GqlContext, repo: Repo, pr: PullRequest) -> dict[str, Any]:
             pr.commits, lambda sha: _pr_commit_node(ctx, repo, pr, sha), **kw
         ),
         "statusCheckRollup": lambda info: rollup_node(ctx, repo, pr.head_sha),
+        "comments": lambda info, **kw: connection(pr.comment_list, lambda c: comment_node(ctx, repo, pr, c), **kw),
     }
 
 

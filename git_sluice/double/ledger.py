@@ -28,6 +28,9 @@ class Call:
     cost: int
     token_sha: str | None
     endpoint: str = ""  # "GET /repos/{o}/{r}/pulls": what GitHub's secondary limit counts per
+    mutation: bool = False  # a GraphQL mutation (5 secondary points, not 1)
+    content: bool = False  # content-creating (limits.CONTENT_CREATING): what ``writes()`` lists
+    created: bool = False  # it made content (a comment); a refused or failed write did not
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,7 +109,7 @@ class Ledger:
         ]
 
 
-def busiest_minute(calls: list[Call], price: Callable[[str, str], int]) -> tuple[int, str | None]:
+def busiest_minute(calls: list[Call], price: Callable[[str, str, bool], int]) -> tuple[int, str | None]:
     """The most secondary-limit points one pool spent on one endpoint in any 60 s, and where.
 
     Every call counts, 304s and errors too: GitHub's secondary limits are
@@ -118,7 +121,7 @@ def busiest_minute(calls: list[Call], price: Callable[[str, str], int]) -> tuple
     for call in sorted(calls, key=lambda c: c.time):
         key = (call.pool, call.endpoint or f"{call.method} {call.path.split('?')[0]}")
         window = windows.setdefault(key, deque())
-        points = price(call.method, call.resource)
+        points = price(call.method, call.resource, call.mutation)
         window.append((call.time, points))
         sums[key] = sums.get(key, 0) + points
         while window[0][0] <= call.time - 60.0:

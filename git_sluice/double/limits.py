@@ -7,8 +7,9 @@ Until a window is open, ``reset`` reads "now + window", as GitHub shows a
 fresh pool.
 
 Secondary limits cannot be read in advance on GitHub, so the double keeps them
-as plain knobs: requests in flight per pool and points per minute per (pool,
-resource). No HTTP here; the pipeline asks and answers.
+as plain knobs: requests in flight per pool, points per minute per (pool,
+resource), and content created per minute and per hour per pool. No HTTP
+here; the pipeline asks and answers.
 """
 
 from __future__ import annotations
@@ -85,13 +86,73 @@ class Limits:
 
 
 REST_WRITE_METHODS = ("POST", "PATCH", "PUT", "DELETE")
+READ_POINTS = 1
+WRITE_POINTS = 5
 
 
-def secondary_points(method: str, resource: str) -> int:
-    """GitHub's secondary-limit price: a GET (or a GraphQL query) 1, a write 5."""
+def secondary_points(method: str, resource: str, mutation: bool = False) -> int:
+    """GitHub's secondary-limit price: a GET or a GraphQL query 1, a REST write or a mutation 5."""
     if resource == "graphql":
-        return 1
-    return 5 if method.upper() in REST_WRITE_METHODS else 1
+        return WRITE_POINTS if mutation else READ_POINTS
+    return WRITE_POINTS if method.upper() in REST_WRITE_METHODS else READ_POINTS
+
+
+CONTENT_CREATING = frozenset({
+    "POST /repos/{o}/{r}/issues/{n}/comments",
+    "mutation addComment",
+})
+"""What GitHub's content-creation limits count, as the double serves it: an issue comment made
+over REST (the endpoint, as ``rest.endpoint`` names it) or by the GraphQL mutation."""
+
+CONTENT_PER_MINUTE = 80
+CONTENT_PER_HOUR = 500
+
+
+class ContentLimits:
+    """GitHub's content-creation secondary limit: per pool, at most so many creations a minute and
+    an hour (80 and 500). Only content actually made counts; a refused request makes none.
+
+    Kept apart from the points a minute because GitHub keeps it apart: a pool
+    far under 900 points may still be refused its 81st comment of the minute.
+    """
+
+    def __init__(self) -> None:
+        self.per_minute = CONTENT_PER_MINUTE
+        self.per_hour = CONTENT_PER_HOUR
+        self._pools: dict[str, tuple[int, int]] = {}
+        self._made: dict[str, deque[float]] = {}
+        self.total = 0  # creations ever, every pool: the pipeline's "did this call make something"
+
+    def set(self, per_minute: int, per_hour: int, pool: str | None = None) -> None:
+        if pool is None:
+            self.per_minute, self.per_hour = int(per_minute), int(per_hour)
+            self._pools.clear()
+        else:
+            self._pools[pool] = (int(per_minute), int(per_hour))
+
+    def limits(self, pool: str) -> tuple[int, int]:
+        return self._pools.get(pool, (self.per_minute, self.per_hour))
+
+    def created(self, pool: str, now: float) -> None:
+        self._made.setdefault(pool, deque()).append(now)
+        self.total += 1
+
+    def wait(self, pool: str, now: float) -> float | None:
+        """Seconds until ``pool`` may create once more; None when it may now.
+
+        A creation counts in a window while it is less than the window old
+        (the one at ``now - 60`` has left the minute), so the wait is exactly
+        when enough of the oldest have left.
+        """
+        made = self._made.setdefault(pool, deque())
+        while made and made[0] <= now - 3600.0:
+            made.popleft()
+        waits: list[float] = []
+        for limit, window in zip(self.limits(pool), (60.0, 3600.0)):
+            inside = [t for t in made if t > now - window]
+            if len(inside) >= limit:
+                waits.append(inside[-limit] + window - now if limit > 0 else window)
+        return max(waits) if waits else None
 
 
 @dataclass

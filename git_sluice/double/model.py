@@ -85,6 +85,8 @@ class TokenGrant:
     installation_id: int | None = None
     repos: frozenset[str] | None = None  # None: every repository
     expires_at: float | None = None
+    # Which write permissions it holds ("issues", "pull_requests"); None: every one (a classic token).
+    writes: frozenset[str] | None = None
 
 
 @dataclass
@@ -94,12 +96,25 @@ class App:
     slug: str
 
 
+INSTALLATION_PERMISSIONS: dict[str, str] = {
+    "checks": "read",
+    "metadata": "read",
+    "pull_requests": "read",
+    "statuses": "read",
+}
+"""What an installation may do unless told otherwise: read what git-sluice reads, write nothing."""
+
 @dataclass
 class Installation:
     installation_id: int
     app_id: int
     repos: list[str]
     account: str
+    permissions: dict[str, str] = field(default_factory=lambda: dict(INSTALLATION_PERMISSIONS))
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset(k for k, v in self.permissions.items() if v == "write")
 
 
 @dataclass
@@ -109,6 +124,24 @@ class Review:
     state: str
     submitted_at: int
     body: str = ""
+
+
+@dataclass
+class IssueComment:
+    """One issue comment (on an issue or a pull request): what a write leaves for a test to read back."""
+
+    id: int
+    repo: str
+    number: int  # the issue's or pull request's number
+    author: str
+    body: str
+    created_at: int
+    updated_at: int
+    app_id: int | None = None  # the App whose installation wrote it (``performed_via_github_app``)
+
+    @property
+    def node_id(self) -> str:
+        return node_id("IC", self.repo, self.id)
 
 
 @dataclass
@@ -157,6 +190,7 @@ class PullRequest:
     merged_at: int | None = None
     body: str = ""
     comments: int = 0  # issue comments (the single pull request's ``comments``)
+    comment_list: list[IssueComment] = field(default_factory=list)  # the comments themselves, oldest first
 
     @property
     def node_id(self) -> str:
@@ -199,6 +233,11 @@ class Issue:
     state: str = "open"  # "open" | "closed"
     closed_at: int | None = None
     comments: int = 0
+    comment_list: list[IssueComment] = field(default_factory=list)  # the comments themselves, oldest first
+
+    @property
+    def node_id(self) -> str:
+        return node_id("I", self.repo, self.number)
 
 
 @dataclass
@@ -302,11 +341,12 @@ class World:
             self.users[login] = User(login=login, id=self.next_id("user"))
         return f"user:{login}"
 
-    def add_token(self, token: str, user: str, repos: list[str] | None = None) -> str:
+    def add_token(self, token: str, user: str, repos: list[str] | None = None, write: bool = True) -> str:
         pool = self.add_user(user)
         sha = token_sha(token)
         self.grants[sha] = TokenGrant(
-            sha=sha, pool=pool, kind="user", user=user, repos=frozenset(repos) if repos is not None else None
+            sha=sha, pool=pool, kind="user", user=user, repos=frozenset(repos) if repos is not None else None,
+            writes=None if write else frozenset(),
         )
         return pool
 
@@ -316,21 +356,40 @@ class World:
         return f"app:{app_id}"
 
     def add_installation(
-        self, app_id: int, installation_id: int, repos: list[str], account: str | None = None
+        self,
+        app_id: int,
+        installation_id: int,
+        repos: list[str],
+        account: str | None = None,
+        permissions: dict[str, str] | None = None,
     ) -> str:
         if int(app_id) not in self.apps:
             raise DoubleError(f"no app {app_id}: add_app(app_id={app_id}, public_key_pem=…) first")
+        granted = {**INSTALLATION_PERMISSIONS, **(permissions or {})}
+        bad = {k: v for k, v in granted.items() if v not in ("read", "write")}
+        if bad:
+            raise DoubleError(f"installation permissions {bad}: each is 'read' or 'write'")
         owner = account or (repos[0].split("/", 1)[0] if repos else "owner")
         self.installations[int(installation_id)] = Installation(
-            installation_id=int(installation_id), app_id=int(app_id), repos=list(repos), account=owner
+            installation_id=int(installation_id), app_id=int(app_id), repos=list(repos), account=owner,
+            permissions=granted,
         )
         return f"installation:{installation_id}"
 
     def mint_installation_token(
-        self, installation_id: int, token: str, expires_at: float, repos: list[str] | None = None
+        self,
+        installation_id: int,
+        token: str,
+        expires_at: float,
+        repos: list[str] | None = None,
+        permissions: dict[str, str] | None = None,
     ) -> TokenGrant:
+        """A token for the installation, narrowed (never widened) to ``repos`` and ``permissions``."""
         inst = self.installations[installation_id]
         allowed = frozenset(inst.repos if repos is None else [r for r in inst.repos if r in repos])
+        writes = inst.writes
+        if permissions is not None:
+            writes = writes & frozenset(k for k, v in permissions.items() if v == "write")
         grant = TokenGrant(
             sha=token_sha(token),
             pool=f"installation:{installation_id}",
@@ -338,6 +397,7 @@ class World:
             installation_id=installation_id,
             repos=allowed,
             expires_at=expires_at,
+            writes=writes,
         )
         self.grants[grant.sha] = grant
         return grant
@@ -370,6 +430,13 @@ class World:
             return repo.pulls[int(number)]
         except KeyError:
             raise DoubleError(f"no pull request #{number} in {full_name}") from None
+
+    def commentable(self, full_name: str, number: int) -> PullRequest | Issue:
+        """The pull request or issue #number, which issue comments go on (GitHub: every PR is an issue)."""
+        repo = self.repo(full_name)
+        if int(number) in repo.pulls:
+            return repo.pulls[int(number)]
+        return self.issue(full_name, number)
 
     def issue(self, full_name: str, number: int) -> Issue:
         repo = self.repo(full_name)

@@ -2,9 +2,11 @@
 
 The order is GitHub's as far as a client can tell: who is calling; too many
 requests in flight (secondary); faults switched on by the test; bad
-credentials; too many points this minute (secondary); a spent primary
-allowance; then the route, with per-token ETags and free 304s (which, as
-GitHub's, carry no Content-Type or Link); and the rate headers of the path's
+credentials; too many points this minute (secondary); too much content
+made this minute or hour (secondary, content-creating writes only, with the
+exact wait in ``retry-after``); a spent primary allowance; then the route,
+with per-token ETags and free 304s (which, as GitHub's, carry no
+Content-Type or Link); and the rate headers of the path's
 resource on every answer — none at all when rate limiting is off, as on an
 Enterprise Server by default. Every call ends in the ledger. No sockets here: ``server.py`` turns HTTP into a :class:`Request`
 and a :class:`Response` back into bytes, so the pipeline is tested directly.
@@ -15,16 +17,17 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import parse_qsl
 
-from . import graphql_api, rest, rest_app  # noqa: F401 - rest_app registers the App's routes
+from . import graphql_api, rest, rest_app, rest_comments  # noqa: F401 - these register their routes
 from .auth import ANONYMOUS, AuthFailure, Principal, authenticate
 from .faults import ANSWER, DELAY, Fault
 from .ledger import Call
-from .limits import secondary_points
+from .limits import CONTENT_CREATING, READ_POINTS, WRITE_POINTS, secondary_points
 from .timefmt import http_date, parse_http_date
 
 if TYPE_CHECKING:
@@ -110,6 +113,9 @@ class _Outcome:
     cost: int = 0
     spent: bool = False  # headers say remaining 0 (a spent allowance, real or a fault)
     drop: bool = False
+    mutation: bool = False  # a GraphQL mutation (the ledger prices it 5 secondary points)
+    content: bool = False  # a content-creating GraphQL request (REST: known from the endpoint)
+    created: bool = False  # it made content (the lock held around the answer makes this exact)
 
 
 def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float, threading.Event], None]) -> Response:
@@ -129,6 +135,7 @@ def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float, threading.E
         in_flight = gh.secondary.enter(pool_key)
         limited = gh.rate_limits
     pool = principal.pool if isinstance(who, Principal) else None
+    where = rest.endpoint(req.method, req.path)
     ticket = gh.arrive(pool, resource, req.method, req.target)
     out = _Outcome(500, b"")  # what the ledger says should the double itself fail
     headers: dict[str, str] = {}
@@ -141,7 +148,9 @@ def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float, threading.E
             if delay is not None:
                 sleep(float(delay.params["seconds"]), delay.released)
             with gh.lock:
+                made = gh.content.total
                 out = _answer(gh, req, who, principal, resource, line, is_graphql)
+                out.created = gh.content.total > made
         if not out.drop and limited:
             # Enterprise Server with rate limiting off sends no x-ratelimit-* header at all.
             with gh.lock:
@@ -160,7 +169,10 @@ def handle(gh: "GitHubDouble", req: Request, sleep: Callable[[float, threading.E
                 counted=out.counted,
                 cost=out.cost if out.counted else 0,
                 token_sha=who.token_sha,
-                endpoint=rest.endpoint(req.method, req.path),
+                endpoint=where,
+                mutation=out.mutation,
+                content=out.content or where in CONTENT_CREATING,
+                created=out.created,
             ),
             ticket,
         )
@@ -203,6 +215,10 @@ def _answer(
         if gh.secondary.points_last_minute(principal.pool_key, where, now) + price > per_minute:
             return _secondary(gh, gh.secondary_status, gh.secondary_retry_after)
         gh.secondary.spend(principal.pool_key, where, now, price)
+    if gh.rate_limits and req.method == "POST" and rest.endpoint(req.method, req.path) in CONTENT_CREATING:
+        refused = _content_refusal(gh, principal, now)
+        if refused is not None:
+            return refused
     if req.path == "/rate_limit" and req.method in ("GET", "HEAD"):
         if not gh.rate_limits:
             return _Outcome(404, _json({"message": "Rate limiting is not enabled.", "documentation_url": rest.DOCS}))
@@ -217,14 +233,54 @@ def _answer(
 def _graphql(gh: "GitHubDouble", req: Request, principal: Principal, line: str, now: float) -> _Outcome:
     partial = gh.faults.take(("graphql_partial",), line, True) is not None
     timeout = gh.faults.take(("graphql_timeout",), line, True) is not None
-    outcome = graphql_api.run(gh, principal, req.body, now, partial=partial, timeout=timeout)
+    prepared = graphql_api.prepare(principal, req.body)
+    mutation = content = False
+    if isinstance(prepared, graphql_api.GraphQLOutcome):
+        outcome = prepared
+    else:
+        mutation, content = prepared.mutation, prepared.content
+        refused = _admit_mutation(gh, req, principal, prepared, now) if mutation and gh.rate_limits else None
+        if refused is not None:
+            refused.mutation, refused.content = mutation, content
+            return refused
+        outcome = graphql_api.execute(gh, principal, prepared, now, partial=partial, timeout=timeout)
     body = _json(outcome.body)
     if outcome.status == 200 and gh.faults.take(("truncate",), line, True) is not None:
         body = body[: len(body) // 2]
     rate_limited = any(e.get("type") in ("RATE_LIMITED", "RATE_LIMIT") for e in outcome.body.get("errors", []))
     bucket = gh.limits.bucket(principal.pool_key, "graphql", now)
     return _Outcome(outcome.status, body, counted=outcome.counted, cost=outcome.cost,
-                    spent=rate_limited and bucket.remaining == 0)
+                    spent=rate_limited and bucket.remaining == 0, mutation=mutation, content=content)
+
+
+def _admit_mutation(
+    gh: "GitHubDouble", req: Request, principal: Principal, prepared: graphql_api.Prepared, now: float
+) -> _Outcome | None:
+    """A mutation's secondary price and content limits, weighed before it runs; None: it may run.
+
+    The front door took 1 point, as for any GraphQL request (it cannot tell a
+    mutation before parsing); a mutation is 5, so the other 4 are weighed here.
+    """
+    per_minute = gh.secondary_points_per_minute.get("graphql")
+    if per_minute is not None:
+        where = f"graphql {rest.endpoint(req.method, req.path)}"
+        extra = WRITE_POINTS - READ_POINTS
+        if gh.secondary.points_last_minute(principal.pool_key, where, now) + extra > per_minute:
+            return _secondary(gh, gh.secondary_status, gh.secondary_retry_after)
+        gh.secondary.spend(principal.pool_key, where, now, extra)
+    return _content_refusal(gh, principal, now) if prepared.content else None
+
+
+def _content_refusal(gh: "GitHubDouble", principal: Principal, now: float) -> _Outcome | None:
+    """GitHub's content-creation limit (80 a minute, 500 an hour per pool); None: the pool may create.
+
+    Its ``retry-after`` is the exact wait until the pool's oldest creation in
+    the full window leaves it, so a proxy that obeys it is never refused twice.
+    """
+    wait = gh.content.wait(principal.pool_key, now)
+    if wait is None:
+        return None
+    return _secondary(gh, gh.secondary_status, max(1, math.ceil(wait)))
 
 
 def _rest(gh: "GitHubDouble", req: Request, principal: Principal, resource: str, line: str, now: float) -> _Outcome:
@@ -245,7 +301,7 @@ def _rest(gh: "GitHubDouble", req: Request, principal: Principal, resource: str,
     )
     ans = rest.answer(ctx)
     body = _json(ans.body)
-    headers: dict[str, str] = {}
+    headers: dict[str, str] = dict(ans.headers)
     if ans.link:
         headers["Link"] = ans.link
     counted = ans.counted and gh.rate_limits

@@ -55,6 +55,7 @@ class RestAnswer:
     cacheable: bool = True  # carries ETag (and Last-Modified if single) and may answer 304
     counted: bool = True
     single: bool = False  # a single object: GitHub sends Last-Modified on these, not on lists
+    headers: dict[str, str] = field(default_factory=dict)  # more headers (a created object's Location)
 
 
 def not_found() -> RestAnswer:
@@ -109,7 +110,7 @@ def _template(pattern: str) -> str:
 
 
 # -- helpers ------------------------------------------------------------------
-def _readable_repo(ctx: RestContext, owner: str, name: str) -> Repo | None:
+def readable_repo(ctx: RestContext, owner: str, name: str) -> Repo | None:
     repo = ctx.gh.world.repos.get(f"{owner}/{name}")
     if repo is None or not ctx.principal.can_read(repo):
         return None
@@ -149,7 +150,7 @@ def paginate(ctx: RestContext, items: list[Any], limit: int | None = None) -> tu
     return chosen, ", ".join(rels)
 
 
-def _newest(times: list[int | None]) -> float | None:
+def newest(times: list[int | None]) -> float | None:
     real = [t for t in times if t is not None]
     return float(max(real)) if real else None
 
@@ -177,7 +178,7 @@ def get_a_user(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
 
 @route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)")
 def get_repo(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
-    repo = _readable_repo(ctx, m["o"], m["r"])
+    repo = readable_repo(ctx, m["o"], m["r"])
     if repo is None:
         return not_found()
     world = ctx.gh.world
@@ -214,7 +215,7 @@ def _sorted_pulls(ctx: RestContext, pulls: list[PullRequest]) -> list[PullReques
 
 @route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls")
 def list_pulls(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
-    repo = _readable_repo(ctx, m["o"], m["r"])
+    repo = readable_repo(ctx, m["o"], m["r"])
     if repo is None:
         return not_found()
     state = ctx.params.get("state", "open")
@@ -232,12 +233,12 @@ def list_pulls(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
     page, link = paginate(ctx, ordered)
     users = ctx.gh.world.users
     body = [shapes.pr_json(ctx.api, ctx.html, repo, p, users, full=False) for p in page]
-    return RestAnswer(200, body, modified=_newest([p.updated_at for p in page]), link=link)
+    return RestAnswer(200, body, modified=newest([p.updated_at for p in page]), link=link)
 
 
 @route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)")
 def get_pull(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
-    repo = _readable_repo(ctx, m["o"], m["r"])
+    repo = readable_repo(ctx, m["o"], m["r"])
     pr = repo.pulls.get(int(m["n"])) if repo else None
     if repo is None or pr is None:
         return not_found()
@@ -254,7 +255,7 @@ def _commit_sha(repo: Repo, ref: str) -> str:
 
 @route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<ref>.+)/check-runs")
 def list_check_runs(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
-    repo = _readable_repo(ctx, m["o"], m["r"])
+    repo = readable_repo(ctx, m["o"], m["r"])
     if repo is None:
         return not_found()
     runs = repo.runs_for(_commit_sha(repo, m["ref"]))
@@ -267,12 +268,12 @@ def list_check_runs(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
         "total_count": len(runs),
         "check_runs": [shapes.check_run_json(ctx.api, ctx.html, repo, r) for r in page],
     }
-    return RestAnswer(200, body, modified=_newest([r.changed_at for r in runs]), link=link)
+    return RestAnswer(200, body, modified=newest([r.changed_at for r in runs]), link=link)
 
 
 @route("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<ref>.+)/status")
 def combined_status(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
-    repo = _readable_repo(ctx, m["o"], m["r"])
+    repo = readable_repo(ctx, m["o"], m["r"])
     if repo is None:
         return not_found()
     sha = _commit_sha(repo, m["ref"])
@@ -287,7 +288,7 @@ def combined_status(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
         "commit_url": f"{ctx.api}/repos/{repo.full_name}/commits/{sha}",
         "url": f"{ctx.api}/repos/{repo.full_name}/commits/{sha}/status",
     }
-    return RestAnswer(200, body, modified=_newest([s.updated_at for s in statuses]), link=link)
+    return RestAnswer(200, body, modified=newest([s.updated_at for s in statuses]), link=link)
 
 
 # -- search -------------------------------------------------------------------
@@ -365,4 +366,4 @@ def search_issues(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
         "incomplete_results": False,
         "items": [shapes.issue_json(ctx.api, ctx.html, repo, pr, users) for repo, pr in page],
     }
-    return RestAnswer(200, body, modified=_newest([pr.updated_at for _, pr in page]), link=link)
+    return RestAnswer(200, body, modified=newest([pr.updated_at for _, pr in page]), link=link)

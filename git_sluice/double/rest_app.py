@@ -84,6 +84,7 @@ def create_installation_token(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
     if inst is None or inst.app_id != ctx.principal.app_id:
         return not_found()
     wanted: list[str] | None = None
+    narrowed: dict[str, str] | None = None
     if ctx.body.strip():
         try:
             request = json.loads(ctx.body)
@@ -92,14 +93,21 @@ def create_installation_token(ctx: RestContext, m: re.Match[str]) -> RestAnswer:
         names = request.get("repositories") if isinstance(request, dict) else None
         if isinstance(names, list):
             wanted = [n if "/" in n else f"{inst.account}/{n}" for n in names]
+        asked = request.get("permissions") if isinstance(request, dict) else None
+        if isinstance(asked, dict):
+            # A token may be narrowed, never widened: what the installation lacks stays lacking.
+            narrowed = {k: str(v) for k, v in asked.items() if k in inst.permissions}
     world = ctx.gh.world
     token = "ghs_" + "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(36))
     expires = int(ctx.now + ctx.gh.installation_token_ttl)
-    grant = ctx.gh.world.mint_installation_token(inst.installation_id, token, expires, wanted)
+    grant = ctx.gh.world.mint_installation_token(inst.installation_id, token, expires, wanted, narrowed)
+    permissions = dict(inst.permissions) if narrowed is None else {
+        k: "write" if v == "write" and inst.permissions[k] == "write" else "read" for k, v in narrowed.items()
+    }
     body = {
         "token": token,
         "expires_at": rfc3339(expires),
-        "permissions": shapes.installation_json(ctx.api, inst)["permissions"],
+        "permissions": permissions,
         "repository_selection": "selected",
         "repositories": [
             shapes.repo_json(ctx.api, ctx.html, world.repos[r], world.users.get(world.repos[r].owner))

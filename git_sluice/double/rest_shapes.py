@@ -10,7 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import CheckRun, CommitStatus, Installation, PullRequest, Repo, User, fake_sha, node_id
+from .model import (
+    CheckRun,
+    CommitStatus,
+    Installation,
+    Issue,
+    IssueComment,
+    PullRequest,
+    Repo,
+    User,
+    World,
+    fake_sha,
+    node_id,
+)
 from .timefmt import rfc3339
 
 
@@ -39,7 +51,7 @@ def user_json(api: str, html: str, user: User | None, login: str) -> dict[str, A
         "repos_url": f"{url}/repos",
         "events_url": f"{url}/events{{/privacy}}",
         "received_events_url": f"{url}/received_events",
-        "type": "User",
+        "type": "Bot" if login.endswith("[bot]") else "User",  # an App installation writes as SLUG[bot]
         "site_admin": False,
     }
 
@@ -394,7 +406,45 @@ def installation_json(api: str, inst: Installation) -> dict[str, Any]:
         "repository_selection": "selected",
         "access_tokens_url": f"{api}/app/installations/{inst.installation_id}/access_tokens",
         "repositories_url": f"{api}/installation/repositories",
-        "permissions": {"pull_requests": "read", "checks": "read", "statuses": "read", "metadata": "read"},
+        "permissions": dict(inst.permissions),
         "events": [],
         "target_type": "Organization",
+    }
+
+
+def comment_json(api: str, html: str, repo: Repo, target: PullRequest | Issue, comment: IssueComment,
+                 world: World) -> dict[str, Any]:
+    """An issue comment as GitHub answers its creation and lists it (``issue_url`` also for a pull request:
+    on GitHub every pull request is an issue, and its comments are the issue's)."""
+    base_url = f"{api}/repos/{repo.full_name}"
+    kind = "pull" if isinstance(target, PullRequest) else "issues"
+    app = world.apps.get(comment.app_id) if comment.app_id is not None else None
+    via = None
+    if app is not None:
+        owner = next((i.account for i in world.installations.values() if i.app_id == app.app_id), app.slug)
+        via = app_json(api, html, app.app_id, app.slug, app.slug, owner)
+    return {
+        "id": comment.id,
+        "node_id": comment.node_id,
+        "url": f"{base_url}/issues/comments/{comment.id}",
+        "html_url": f"{html}/{repo.full_name}/{kind}/{target.number}#issuecomment-{comment.id}",
+        "body": comment.body,
+        "user": user_json(api, html, world.users.get(comment.author), comment.author),
+        "created_at": _t(comment.created_at),
+        "updated_at": _t(comment.updated_at),
+        "issue_url": f"{base_url}/issues/{target.number}",
+        "author_association": "OWNER" if comment.author == repo.owner else "CONTRIBUTOR",
+        "performed_via_github_app": via,
+        "reactions": {
+            "url": f"{base_url}/issues/comments/{comment.id}/reactions",
+            "total_count": 0,
+            "+1": 0,
+            "-1": 0,
+            "laugh": 0,
+            "hooray": 0,
+            "confused": 0,
+            "heart": 0,
+            "rocket": 0,
+            "eyes": 0,
+        },
     }

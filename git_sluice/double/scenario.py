@@ -50,6 +50,9 @@ def load_scenario(gh: GitHubDouble, data: dict[str, Any], base_dir: Path | None 
         for limit in data.get("limits", []):
             where = f"limits: {limit!r}"
             gh.set_limit(limit["pool"], limit["resource"], limit["limit"], limit.get("window"))
+        for content in data.get("content_limits", []):
+            where = f"content_limits: {content!r}"
+            gh.set_content_limits(**content)
         for name, value in data.get("knobs", {}).items():
             where = f"knobs: {name!r}"
             if not hasattr(gh, name) or name.startswith("_") or callable(getattr(gh, name)):
@@ -84,7 +87,7 @@ def _tokens(gh: GitHubDouble, tokens: Any) -> None:
             gh.add_token(token, user=user)
         return
     for entry in tokens:
-        gh.add_token(entry["token"], user=entry["user"], repos=entry.get("repos"))
+        gh.add_token(entry["token"], user=entry["user"], repos=entry.get("repos"), write=entry.get("write", True))
 
 
 def _app(gh: GitHubDouble, app: dict[str, Any], base_dir: Path | None) -> None:
@@ -96,7 +99,8 @@ def _app(gh: GitHubDouble, app: dict[str, Any], base_dir: Path | None) -> None:
         pem = key_file.read_text(encoding="utf-8")
     gh.add_app(app["app_id"], pem, app.get("slug"))
     for inst in app.get("installations", []):
-        gh.add_installation(app["app_id"], inst["installation_id"], inst.get("repos", []), inst.get("account"))
+        gh.add_installation(app["app_id"], inst["installation_id"], inst.get("repos", []), inst.get("account"),
+                            inst.get("permissions"))
 
 
 def _repo(gh: GitHubDouble, repo: dict[str, Any]) -> None:

@@ -8,12 +8,15 @@ so no caller can skip a rule (docs/design.md, "One call's road"):
 2. failure memory (memory.py) — an address that failed recently is not asked;
 3. revalidation (revalidate.py) — every GET is conditional on the kept
    answer, and a 304 is answered from the kept body;
-4. the host's gate (permits.py) — a started permit for (pool, resource): no
+4. the write pace (writepace.py) — a mutating call waits for its slot in the
+   host's pace for writes (1 s apart, GitHub's per-minute and per-hour limits
+   of content-creating calls, the pool's admission), or is deferred unsent;
+5. the host's gate (permits.py) — a started permit for (pool, resource): no
    call while paused, one probe at the pause's end, then cohorts; a throttle
    pauses the host and, through ``on_pause``, the fleet;
-5. the ledger (ledger.py) — every answer classified, its rate headers and
+6. the ledger (ledger.py) — every answer classified, its rate headers and
    cost to the budget ledger;
-6. the wire (wire.py) — the token, only for the configured origins, and the
+7. the wire (wire.py) — the token, only for the configured origins, and the
    call's whole deadline.
 
 Single flight sits outside failure memory so that a failure is remembered
@@ -35,7 +38,7 @@ from .. import __version__
 from ..clock import Clock
 from ..errors import CredentialsRefused, ForeignURL, ForgeAnswered, ForgeError, ForgeUnavailable
 from ..records import record
-from . import origins, rules
+from . import origins, pacing, rules
 from .auth import Credentials, api_host, known_pool
 from .flight import SingleFlight
 from .hoststore import HostStore
@@ -47,6 +50,7 @@ from .permits import Admission, HostGate, PauseListener, ProbeClaim, ProbeListen
 from .revalidate import Revalidate
 from .road import CALL, COST, COUNTED, FROM_CACHE, SHARED, VERDICT, Call, Stats, Waits
 from .wire import Authorize, Deadline, transport_for
+from .writepace import WritePace
 
 __all__ = [
     "Answer", "Forge", "ForgeAnswered", "ForgeError", "ForgeUnavailable", "Stats",
@@ -127,6 +131,29 @@ class Answer:
         return None
 
 
+_CALLER_HEADERS = {"accept": "Accept", "x-github-api-version": "X-GitHub-Api-Version", "content-type": "Content-Type"}
+_JSON_ACCEPTS = frozenset({"", "*/*", "application/json", "application/vnd.github+json",
+                           "application/vnd.github.v3+json"})
+
+
+def with_caller_headers(headers: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+    """The headers a call goes with, and what tells its answer apart from the plain JSON one ("" if nothing)."""
+    sent = dict(HEADERS)
+    if not headers:
+        return sent, ""
+    variant = []
+    for name, value in headers.items():
+        canonical = _CALLER_HEADERS.get(name.lower())
+        if canonical is None or not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+            continue
+        sent[canonical] = value
+        if canonical == "Accept" and value.strip().lower() not in _JSON_ACCEPTS:
+            variant.append(f"accept={value.strip()}")
+        elif canonical == "X-GitHub-Api-Version":
+            variant.append(f"version={value.strip()}")
+    return sent, " ".join(variant)
+
+
 class Forge:
     """GitHub through git-sluice's rules. Thread-safe enough for one process's threads."""
 
@@ -150,8 +177,12 @@ class Forge:
         permit_deadline: float = 60.0,
         cancel: threading.Event | None = None,
         pool_hosts: PoolHosts | None = None,
+        write_rules: pacing.WriteRules | None = None,
+        write_patience: float = 30.0,
     ) -> None:
         self.api = api.rstrip("/")
+        self.write_rules = write_rules or pacing.WriteRules()
+        self.write_patience = write_patience
         self.pool_hosts = pool_hosts
         self.graphql_url = graphql_url
         self.credentials = credentials
@@ -183,6 +214,8 @@ class Forge:
         road = Authorize(road, lambda: self.credentials.token(), (self.api, self.graphql_url))
         road = Ledger(road, self.store, self.clock, self.stats)
         road = HostGate(road, admission, self.pool_for, self.stats, on_pause=on_pause, on_probed=on_probed)
+        road = WritePace(road, self.store, self.waits, self.stats, self.write_rules, self.write_patience,
+                         self.graphql_url, self.pool_for)
         road = Revalidate(road, self.kept, self.clock, self.stats)
         road = FailureMemory(road, self.kept, self.clock, self.stats)
         return SingleFlight(road, self.kept, self.clock, self.stats, self.waits)
@@ -284,14 +317,26 @@ class Forge:
         *,
         params: Mapping[str, Any] | None = None,
         json_body: Any = None,  # Any: a JSON document
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
         wait: bool = False,
         deadline: float | None = None,
     ) -> Answer:
-        """One call down the road; raises a ForgeError (AllowanceSpent, ForgeUnavailable, …) or answers."""
+        """One call down the road; raises a ForgeError (AllowanceSpent, ForgeUnavailable, …) or answers.
+
+        ``content``: a body as the caller sent it (``serve``), instead of ``json_body``. ``headers``:
+        only ``Accept``, ``X-GitHub-Api-Version`` and ``Content-Type`` are taken; another media type
+        is another kept answer (a diff is not the JSON of the same path).
+        """
         method = method.upper()
         url = self.url_for(path, params)
-        call = Call(address_of(method, url), wait=wait, deadline=deadline)
-        request = httpx.Request(method, url, headers=HEADERS, json=json_body, extensions={CALL: call})
+        sent, variant = with_caller_headers(headers)
+        address = address_of(method, url) + (f" [{variant}]" if variant else "")
+        call = Call(address, wait=wait, deadline=deadline)
+        if content is not None:
+            request = httpx.Request(method, url, headers=sent, content=content, extensions={CALL: call})
+        else:
+            request = httpx.Request(method, url, headers=sent, json=json_body, extensions={CALL: call})
         response = self._http.handle_request(request)
         response.request = request
         response.read()

@@ -38,7 +38,7 @@ from ..errors import HostStoreCorrupt as _Corrupt
 from ..errors import HostStoreError as HostStoreError
 from ..records import record
 from ..statefile import FileLock, LockTimeout
-from . import gate, rules
+from . import gate, pacing, rules
 
 log = logging.getLogger("git_sluice")
 
@@ -48,7 +48,8 @@ this long after this host first saw its note, whatever the note says (issue #14,
 _SANE_SPAN = ADOPT_HORIZON + rules.JITTER_SPAN + 60.0
 """A stored pause ending later than this from now came from no rule of this host: it is discarded."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: the writes table (the host's write slots, forge/pacing.py)."""
 DEFAULT_BUSY_TIMEOUT = 10.0
 LEDGER_BUCKET = 60  # seconds per ledger bucket: "the last hour" is then exact to a minute
 LEDGER_KEEP = 2 * 86400
@@ -91,6 +92,14 @@ CREATE TABLE IF NOT EXISTS counters (
     value INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (pool, resource, name)
 );
+CREATE TABLE IF NOT EXISTS writes (
+    pool TEXT NOT NULL,
+    at REAL NOT NULL,
+    creating INTEGER NOT NULL,
+    sent REAL,
+    ended REAL
+);
+CREATE INDEX IF NOT EXISTS writes_by_pool ON writes (pool, at);
 """
 
 
@@ -99,6 +108,7 @@ _SCHEMA_PROBES = (
     "SELECT pool, resource, lim, remaining, used, reset, observed_at FROM rates LIMIT 0",
     "SELECT pool, resource, bucket, counted, cost FROM ledger LIMIT 0",
     "SELECT pool, resource, name, value FROM counters LIMIT 0",
+    "SELECT rowid, pool, at, creating, sent, ended FROM writes LIMIT 0",
 )
 """Every column this module reads, asked for once per open (no rows read): a file with
 another schema is told apart at once, not at the first query that needs a missing column."""
@@ -158,6 +168,20 @@ class PauseView:
     held: int
     paused_at: float | None = None
     cohort_size: int | None = None  # during the ramp: the size of the cohort now admitted
+
+
+@record(frozen=True)
+class WriteSlot:
+    """When a write may go (``at``, on the store's clock read at ``now``) and whether it was kept."""
+
+    at: float
+    now: float
+    granted: bool
+    ident: int | None = None
+
+    @property
+    def wait(self) -> float:
+        return max(self.at - self.now, 0.0)
 
 
 @record(frozen=True)
@@ -676,6 +700,69 @@ class HostStore:
             return out
 
         return self._run(op)
+
+    # --- write slots (forge/pacing.py) ----------------------------------------------------
+
+    def reserve_write(self, pool: str, *, creating: bool, rules: pacing.WriteRules, patience: float) -> WriteSlot:
+        """A slot for one write of ``pool``, given in one transaction with every other process's.
+
+        Granted (and kept, so later writes go after it) only when it comes within
+        ``patience`` seconds; otherwise nothing is kept and the slot says when to
+        come back. Slots older than the rules' span are dropped, and so is one
+        further ahead than the span (a clock that went back must not stop the
+        pool's writes for an hour).
+        """
+
+        def op(conn: sqlite3.Connection) -> WriteSlot:
+            with self._write(conn):
+                now = self.clock.time()
+                conn.execute("DELETE FROM writes WHERE pool = ? AND (at <= ? OR at > ?)",
+                             (pool, now - rules.span, now + rules.span))
+                history = [pacing.Written(at=float(at), creating=bool(c)) for at, c in conn.execute(
+                    "SELECT at, creating FROM writes WHERE pool = ?", (pool,))]
+                slot = pacing.next_slot(history, now, creating, rules)
+                granted = slot - now <= patience
+                ident = None
+                if granted:
+                    ident = conn.execute("INSERT INTO writes (pool, at, creating) VALUES (?, ?, ?)",
+                                         (pool, slot, int(creating))).lastrowid
+                    self._count(conn, pool, "writes", "paced" if slot > now else "written")
+                else:
+                    self._count(conn, pool, "writes", "deferred")
+                return WriteSlot(at=slot, now=now, granted=granted, ident=ident)
+
+        return self._run(op)
+
+    def write_clear(self, pool: str, slot: WriteSlot, rules: pacing.WriteRules, *, creating: bool) -> float | None:
+        """When the write of ``slot`` may go, now that its slot has come (:func:`pacing.clear_from`)."""
+
+        def op(conn: sqlite3.Connection) -> float | None:
+            earlier = [pacing.Written(at=float(at), creating=bool(c), sent=sent, ended=ended)
+                       for at, c, sent, ended in conn.execute(
+                           "SELECT at, creating, sent, ended FROM writes WHERE pool = ? AND at < ? AND rowid != ?",
+                           (pool, slot.at, slot.ident if slot.ident is not None else -1))]
+            return pacing.clear_from(earlier, self.clock.time(), rules, creating)
+
+        return self._run(op)
+
+    def write_went(self, slot: WriteSlot) -> None:
+        """The write of ``slot`` goes now: later writes count their windows from this moment."""
+        self._mark_write(slot, "sent")
+
+    def write_ended(self, slot: WriteSlot) -> None:
+        """The write of ``slot`` has its answer (or failed): the next write counts its gap from now."""
+        self._mark_write(slot, "ended")
+
+    def _mark_write(self, slot: WriteSlot, column: Literal["sent", "ended"]) -> None:
+        if slot.ident is None:
+            return
+
+        def op(conn: sqlite3.Connection) -> None:
+            with self._write(conn):
+                # a write that never went (interrupted in its wait) has an end and no "sent": no window
+                conn.execute(f"UPDATE writes SET {column} = ? WHERE rowid = ?", (self.clock.time(), slot.ident))
+
+        self._run(op)
 
     # --- the budget ledger --------------------------------------------------------------
 

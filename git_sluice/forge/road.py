@@ -84,6 +84,7 @@ class Stats:
     not_attempted: int = 0  # permits fenced before the wire
     failures: int = 0
     throttles: int = 0
+    paced_writes: int = 0  # writes that waited for their slot (forge/writepace.py)
     calls: list[tuple[str, int]] = field(default_factory=list)  # (address, status)
 
 

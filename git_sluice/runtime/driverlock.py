@@ -9,12 +9,11 @@ crashed driver never blocks the next one, and no stale pid file can lie.
 
 from __future__ import annotations
 
-import fcntl
-import os
 from pathlib import Path
 from types import TracebackType
 
 from ..errors import AlreadyDriving as AlreadyDriving
+from ..procs import PidLock
 
 LOCK_NAME = "drive.pid"
 
@@ -24,29 +23,14 @@ class DriverLock:
 
     def __init__(self, sluice_dir: Path) -> None:
         self.path = Path(sluice_dir) / LOCK_NAME
-        self._fd: int | None = None
+        self._lock = PidLock(self.path)
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _read_pid(fd)
-            os.close(fd)
-            raise AlreadyDriving(pid, self.path) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
+        if not self._lock.try_hold():
+            raise AlreadyDriving(self._lock.holder, self.path)
 
     def release(self) -> None:
-        if self._fd is None:
-            return
-        try:
-            os.ftruncate(self._fd, 0)
-        finally:
-            os.close(self._fd)  # closing drops the flock
-            self._fd = None
+        self._lock.release()
 
     def __enter__(self) -> "DriverLock":
         self.acquire()
@@ -54,12 +38,3 @@ class DriverLock:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.release()
-
-
-def _read_pid(fd: int) -> int | None:
-    """The holder's pid as it wrote it; None when unreadable (it may be writing it right now)."""
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() and 0 < int(text) < 2**31 else None

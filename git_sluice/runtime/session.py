@@ -22,6 +22,7 @@ from ..config import Settings, load_settings
 from ..forge.auth import Credentials, api_host, credentials_from_settings, known_pool
 from ..forge.client import Forge
 from ..forge.hoststore import HostStore, Outcome, PauseView, Permit, Wait
+from ..forge import pacing
 from ..forge.kept import KeptAnswers
 from ..forge.poolguard import PoolHosts
 from ..paths import host_state_dir
@@ -52,8 +53,9 @@ class Session:
     credentials: Credentials
     pool_hosts: PoolHosts | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
-    forge_with: Callable[[KeptAnswers], Forge] | None = None
-    """Another forge on the same road and credentials with kept answers elsewhere (the host watch's)."""
+    forge_with: Callable[..., Forge] | None = None
+    """Another forge on the same road with kept answers elsewhere (the host watch's), and other
+    credentials where given (``serve``'s callers' own tokens)."""
     watch: object | None = None
     """The host watch this session ticks, once built (:func:`git_sluice.runtime.watching.watch_for`)."""
     role: str = "step"
@@ -226,18 +228,21 @@ def _forge_maker(
     settings: Settings, credentials: Credentials, store: HostStore, clock: Clock, fleet: FleetPauses,
     pool_hosts: PoolHosts, *, on_wait: Callable[[Wait], None] | None, transport: httpx.BaseTransport | None,
     cancel: threading.Event | None,
-) -> Callable[[KeptAnswers], Forge]:
+) -> Callable[..., Forge]:
     """How the session makes a forge: its road and credentials, its answers kept where the caller says.
 
     An observe-only host (``sluice.enforce`` false) claims no probe and looks at
     no pause note before a call: it only notes what it would have done.
     """
 
-    def forge_with(kept: KeptAnswers) -> Forge:
+    rules = pacing.WriteRules(admission=pacing.Admission(settings.write_rate, settings.write_burst)
+                              if settings.write_rate is not None and settings.write_burst is not None else None)
+
+    def forge_with(kept: KeptAnswers, caller: Credentials | None = None) -> Forge:
         return Forge(
             api=settings.api,
             graphql_url=settings.graphql,
-            credentials=credentials,
+            credentials=caller or credentials,
             store=store,
             kept=kept,
             clock=clock,
@@ -250,6 +255,8 @@ def _forge_maker(
             transport=transport,
             cancel=cancel,
             pool_hosts=pool_hosts,
+            write_rules=rules,
+            write_patience=settings.write_patience,
         )
 
     return forge_with

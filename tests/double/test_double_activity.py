@@ -150,7 +150,7 @@ def test_the_control_api_drives_activity(github: ServedDouble, http: httpx.Clien
     assert call("fork", repo="o/r", owner="carol") == "carol/r"
     number = call("open_issue", repo="o/r", title="bug")
     assert number == 1
-    assert call("comment", repo="o/r", number=number, body="+1") is None
+    assert call("comment", repo="o/r", number=number, body="+1") == 1  # the comment's id, to read it back
     assert call("close_issue", repo="o/r", number=number) is None
     repo = github.gh.world.repos["o/r"]
     assert (repo.stargazers, repo.forks, repo.issues[1].state) == (["bob"], ["carol/r"], "closed")

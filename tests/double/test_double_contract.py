@@ -49,6 +49,7 @@ def _schemas() -> dict[str, dict[str, Any] | None]:
         "schema"
     ]["items"]
     runs = response_schema("/repos/{owner}/{repo}/commits/{ref}/check-runs", "get", 200)
+    comments = "/repos/{owner}/{repo}/issues/{issue_number}/comments"
     token = response_schema("/app/installations/{installation_id}/access_tokens", "post", 201)
     integer, boolean = {"type": "integer"}, {"type": "boolean"}
     return {
@@ -65,6 +66,10 @@ def _schemas() -> dict[str, dict[str, Any] | None]:
         "search": _wrapped(total_count=integer, incomplete_results=boolean,
                            items={"type": "array", "items": issue}),
         "rate_limit": response_schema("/rate_limit", "get", 200),
+        "comments": response_schema(comments, "get", 200),
+        "comment": response_schema(comments, "post", 201),
+        "comment_on_issue": response_schema(comments, "post", 201),
+        "comment_by_app": response_schema(comments, "post", 201),
         "app": runs["properties"]["check_runs"]["items"]["properties"]["app"],
         "access_tokens": token,
         "installation_repositories": _wrapped(
@@ -93,12 +98,12 @@ def world(github: ServedDouble) -> dict[str, tuple[str, str, dict[str, str]]]:
     gh.set_status("o/r", sha, "build", "success")
     merged = gh.open_pr("o/r", head_ref="done", draft=True)
     gh.merge_pr("o/r", merged)
-    gh.open_issue("o/r", "a bug")
+    issue = gh.open_issue("o/r", "a bug")
     gh.star("o/r", "bob")
     gh.fork("o/r", "bob")
     gh.push_branch("o/r", "dev")
     gh.add_app(app_id=7, public_key_pem=_key()[1])
-    gh.add_installation(app_id=7, installation_id=42, repos=["o/r"])
+    gh.add_installation(app_id=7, installation_id=42, repos=["o/r"], permissions={"issues": "write"})
     bearer = jwt.encode({"iat": int(now) - 60, "exp": int(now) + 540, "iss": "7"}, _key()[0], "RS256")
     app = {"Authorization": f"Bearer {bearer}"}
     minted = httpx.post(f"{github.url}/app/installations/42/access_tokens", headers=app)
@@ -118,6 +123,10 @@ def world(github: ServedDouble) -> dict[str, tuple[str, str, dict[str, str]]]:
         "status": ("GET", f"/repos/o/r/commits/{sha}/status", user),
         "search": ("GET", "/search/issues?q=repo:o/r+is:pr", user),
         "rate_limit": ("GET", "/rate_limit", user),
+        "comments": ("GET", f"/repos/o/r/issues/{n}/comments", user),
+        "comment": ("POST", f"/repos/o/r/issues/{n}/comments", user),
+        "comment_on_issue": ("POST", f"/repos/o/r/issues/{issue}/comments", user),
+        "comment_by_app": ("POST", f"/repos/o/r/issues/{n}/comments", inst),
         "app": ("GET", "/app", app),
         "installations": ("GET", "/app/installations", app),
         "installation": ("GET", "/app/installations/42", app),
@@ -146,7 +155,8 @@ def test_every_body_validates_against_githubs_openapi(
     failures: dict[str, list[str]] = {}
     with httpx.Client(base_url=github.url) as client:
         for name, (verb, path, headers) in world.items():
-            answer = client.request(verb, path, headers=headers)
+            sent = {"body": f"a {name} for the contract"} if verb == "POST" and "comment" in name else None
+            answer = client.request(verb, path, headers=headers, json=sent)
             assert answer.status_code in (200, 201), f"{name}: {answer.status_code} {answer.text[:200]}"
             schema = schemas[name]
             if schema is not None:
@@ -181,6 +191,10 @@ ERRORS = [
     ("GET", f"/repos/o/r/commits/{'0' * 40}/status", "tok-bob", "/repos/{owner}/{repo}/commits/{ref}/status", 404),
     ("POST", "/app/installations/42/access_tokens", "not.a.jwt", "/app/installations/{installation_id}/access_tokens",
      401),
+    ("POST", "/repos/o/r/issues/1/comments", "tok-alice", "/repos/{owner}/{repo}/issues/{issue_number}/comments", 422),
+    ("POST", "/repos/o/r/issues/9/comments", "tok-alice", "/repos/{owner}/{repo}/issues/{issue_number}/comments", 404),
+    ("POST", "/repos/o/r/issues/1/comments", "tok-carol", "/repos/{owner}/{repo}/issues/{issue_number}/comments", 403),
+    ("GET", "/repos/o/r/issues/9/comments", "tok-alice", "/repos/{owner}/{repo}/issues/{issue_number}/comments", 404),
 ]
 
 
@@ -189,6 +203,8 @@ def test_error_bodies_are_githubs_too(
     github: ServedDouble, verb: str, path: str, token: str, operation: str, status: int
 ) -> None:
     github.gh.add_token("tok-bob", user="bob", repos=[])  # a token that may read nothing
+    github.gh.add_token("tok-carol", user="carol", write=False)  # a token that may read everything, write nothing
+    github.gh.open_issue("o/r", "something to comment on")  # #1
     answer = httpx.request(verb, f"{github.url}{path}", headers={"Authorization": f"token {token}"})
     assert answer.status_code == status
     assert problems(answer.json(), response_schema(operation, verb, status)) == []

@@ -173,7 +173,11 @@ def test_syntax_errors_and_missing_queries(github: ServedDouble, alice: httpx.Cl
     assert empty.json() == {"errors": [{"message": "A query attribute must be specified and must be a string."}]}
     assert alice.post("/graphql", content=b"not json").status_code == 400
     mutation = 'mutation { addStar(input: {starrableId: "x"}) { clientMutationId } }'
-    assert "queries only" in ask(alice, mutation)["errors"][0]["message"]
+    refused = ask(alice, mutation)  # a mutation the double does not run is refused, never a made-up null
+    assert refused["errors"][0]["message"] == (
+        "The GitHub double runs queries and the addComment mutation only, not addStar."
+    )
+    assert "data" not in refused
 
 
 @pytest.mark.parametrize(
@@ -378,3 +382,31 @@ def test_what_the_host_watch_asks_answers_as_github_does(github: ServedDouble, a
     assert repo["h0"]["oid"] == shas[0] and repo["unknown"] is None
     # single objects add nothing to the price: the connections alone do (three of them: 1 point)
     assert body and gh.calls()[-1].cost == 1
+
+
+def test_issues_and_search_as_gh_issue_list_and_gh_pr_list_ask(github: ServedDouble, alice: httpx.Client) -> None:
+    """gh 2.23's own documents (captured from it): issue list by state and author, and ``search`` with the
+    qualifiers ``gh issue list --search`` / ``gh pr list --search`` write."""
+    gh = github.gh
+    opened = [gh.open_issue("o/r", title=f"bug {k}", author="bob" if k % 2 else "alice") for k in range(4)]
+    gh.close_issue("o/r", opened[0])
+    merged = gh.open_pr("o/r", head_ref="f1", title="fix bug")
+    gh.merge_pr("o/r", merged)
+    listed = ask(alice, """query($owner: String!, $repo: String!, $limit: Int, $states: [IssueState!] = OPEN,
+        $author: String) { repository(owner: $owner, name: $repo) { hasIssuesEnabled
+        issues(first: $limit, orderBy: {field: CREATED_AT, direction: DESC}, states: $states,
+               filterBy: {createdBy: $author}) { totalCount nodes { number title state updatedAt
+               author { login } assignees(first: 100) { totalCount } labels(first: 100) { nodes { name } } } } } }""",
+                 {"owner": "o", "repo": "r", "limit": 100, "states": ["OPEN"], "author": "bob"})["data"]["repository"]
+    assert listed["hasIssuesEnabled"] is True
+    assert [i["number"] for i in listed["issues"]["nodes"]] == [opened[3], opened[1]]
+    assert {i["author"]["login"] for i in listed["issues"]["nodes"]} == {"bob"}
+    search = """query($q: String!) { search(query: $q, type: ISSUE, first: 30) { issueCount
+        nodes { __typename ... on Issue { number state } ... on PullRequest { number merged } } } }"""
+    closed = ask(alice, search, {"q": "closed:>2020-01-01 repo:o/r state:closed type:issue"})["data"]["search"]
+    assert closed["issueCount"] == 1 and closed["nodes"] == [{"__typename": "Issue", "number": opened[0],
+                                                              "state": "CLOSED"}]
+    prs = ask(alice, search, {"q": "merged:>2020-01-01 is:merged repo:o/r type:pr"})["data"]["search"]
+    assert prs["nodes"] == [{"__typename": "PullRequest", "number": merged, "merged": True}]
+    assert ask(alice, search, {"q": "merged:>2999-01-01 is:merged repo:o/r type:pr"})["data"]["search"]["issueCount"] == 0
+    assert ask(alice, search, {"q": "repo:o/r bug"})["data"]["search"]["issueCount"] == 5  # 4 issues and the PR

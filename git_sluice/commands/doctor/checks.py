@@ -640,6 +640,23 @@ def _int(value: Any) -> int | None:
         return None
 
 
+def serve_check(serves: Sequence[Mapping[str, Any]]) -> Check:
+    """Whether ``git sluice serve`` runs on this host, where, and what passed through it (never a failure:
+    serve is optional)."""
+    if not serves:
+        return Check("serve", "ok", "not running (optional: the host's own tools through git-sluice, docs/serve.md)")
+    parts = []
+    for s in serves:
+        where = " and ".join(w for w in (s.get("socket") and f"socket {s['socket']}",
+                                         s.get("port") and f"port {s['port']}") if w) or "?"
+        calls = s.get("calls") or {}
+        total = sum(v for v in calls.values() if isinstance(v, int))
+        free = sum(calls.get(k, 0) for k in ("not_modified", "kept", "shared"))
+        parts.append(f"pid {s.get('pid')} on {where}, {total} calls ({free} answered without a counted call, "
+                     f"{calls.get('refused', 0)} refused, {calls.get('deferred', 0)} writes deferred)")
+    return Check("serve", "ok", "running: " + "; ".join(parts))
+
+
 def proxy_check(api: str, env: Mapping[str, str]) -> Check:
     """Which way the calls to GitHub go: a call failing behind a proxy is the first thing to rule out."""
     from urllib.parse import urlsplit

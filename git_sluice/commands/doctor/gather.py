@@ -49,6 +49,7 @@ from .checks import (
     config_checks,
     config_error_check,
     git_version_check,
+    serve_check,
     hook_check,
     lease_check,
     ledger_budget,
@@ -268,7 +269,16 @@ def _diagnose_with(
         if session is not None:
             session.close()
     proxy_part = [proxy_check(settings.api, os.environ)] if settings is not None else []
-    diagnosis.checks.extend(token_part + proxy_part + hooks_part + refspec_part + remote_part + lease_part + state_part)
+    serve_part = _guarded("serve", lambda: [serve_check(_serves())])
+    diagnosis.checks.extend(token_part + proxy_part + hooks_part + refspec_part + remote_part + lease_part + state_part
+                            + serve_part)
+
+
+def _serves() -> list[dict[str, object]]:
+    from ...paths import host_state_dir
+    from ...serve.record import running
+
+    return running(host_state_dir())
 
 
 def _remote_part(remote: RemoteGit, repo: Repo, settings: Settings, clock: Clock) -> list[Check]:
