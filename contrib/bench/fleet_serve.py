@@ -500,6 +500,7 @@ def figures(w: World, leg: Leg, since: int, until: int, window: float, gh: Gh) -
     factor = 3600.0 / window
     return {
         "window_seconds": window, "ticks": leg.ticks,
+        "started_at": datetime.fromtimestamp(leg.start, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "totals": {"graphql_calls": t.graphql_calls, "points": t.points, "requests": t.requests,
                    "counted_rest": t.counted_rest, "refusals": t.throttled, "by_status": t.by_status,
                    "by_route": t.by_route},
