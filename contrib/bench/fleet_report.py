@@ -136,9 +136,10 @@ compressed, not the intervals.
   9,000–12,000), whatever the fleet's size. The GraphQL poller is the
   competent client a careful engineer would write without git-sluice: one
   query a minute per host over all its repositories, 100 requests a page. The double has no reviews route, so a pass's
-  "reviews" read is `GET /pulls/{n}` (one REST call alike); it has no issues,
-  so Tower's three reads are three pull-request queries (open with reviews and
-  labels — 2 points —, merged, closed).
+  "reviews" read is `GET /pulls/{n}` (one REST call alike). S3's dashboard
+  baseline reads Tower's three as three pull-request queries (open with
+  reviews and labels — 2 points —, merged, closed); S10 runs Tower's own gh
+  commands against the double's issues and search.
 - **Windows:** each run has a warm-up that is not measured (the first intake,
   the pollers' first passes and cache fill), then a measured window; "/h"
   figures are the window's × 3,600 / window. Each scenario says how its runs
