@@ -8,6 +8,7 @@ harness rewrites only its own section of the Markdown file it is given.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "contrib" / "bench" / "fleet.py"
-SCENARIOS = {"s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"}
+SCENARIOS = {"s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10"}
 
 
 def _report_module():
@@ -140,3 +141,44 @@ def test_quick_mode_gives_every_scenario_figures_or_a_reason(tmp_path: Path) -> 
     assert len(s6) >= 7 and all(row["met"] in (True, False) for row in s6)
     assert all("20 open requests" in row["figure"] for row in scenarios["s6"]["rows"]
                if row["figure"].startswith(("`git sluice status`", "`git sluice queue --json`", "push heading")))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("gh") is None, reason="S10 runs the real gh, which is not installed here")
+def test_quick_s10_runs_towers_loop_with_the_real_gh_direct_and_through_serve(tmp_path: Path) -> None:
+    """Issue 30's scenario alone, quick: both legs ran every gh command, and every goal has its verdict."""
+    out, raw = tmp_path / "benchmarks.md", tmp_path / "benchmarks.json"
+    done = subprocess.run(
+        [sys.executable, str(HARNESS), "--quick", "--only", "s10", "--allow-dirty", "--out", str(out),
+         "--json", str(raw)],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    scenarios = {sc["key"]: sc for sc in json.loads(raw.read_text())["scenarios"]}
+    assert set(scenarios) == {"s10"}
+    s10 = scenarios["s10"]
+    assert s10["status"] == "ok", s10["error"] + s10["raw"].get("traceback", "")
+    run, spec = s10["raw"], s10["raw"]["spec"]
+    direct, served = run["direct"], run["serve"]
+    for leg in (direct, served):  # every workspace's three commands at every loop, none failed
+        assert leg["gh"]["runs"] == 3 * spec["workspaces"] * leg["ticks"] and leg["gh"]["failures"] == 0, leg["gh"]
+        assert leg["other_pools"] == [] and 0 <= leg["lowest_remaining"] <= 5000
+    # the pass-through changes nothing: one connection and one GraphQL call reaching the double per command
+    assert direct["pass_through_connections"] == direct["gh"]["runs"] == direct["totals"]["graphql_calls"]
+    # serve ran as a process and answered from its window; the bot asked once a minute, REST and GraphQL
+    assert served["serve"]["exit"] == 0 and served["serve"]["graphql_kept"] > 0
+    assert served["bot"]["calls"] == 2 * int(spec["serve_window"] // spec["bot_every"])
+    assert served["totals"]["graphql_calls"] < served["gh"]["runs"] + served["bot"]["calls"]
+    rows = {row["figure"]: row for row in s10["rows"]}
+    for prefix in ("GraphQL points /h", "GraphQL calls reaching GitHub /h", "refusals in the leg",
+                   "the pool's lowest GraphQL remaining", "merge bot through the same serve"):
+        row = next((r for f, r in rows.items() if f.startswith(prefix)), None)
+        assert row is not None, f"S10 has no {prefix} row"
+        assert isinstance(row["sluice"], (int, float)), row
+    for row in s10["rows"]:
+        if row["goal"]:
+            assert row["met"] in (True, False) and ("not met" in row["note"]) == (row["met"] is False), row
+    goals = run["done_when"]
+    assert len(goals) == 5 and all(g["met"] in (True, False) and g["figure"] for g in goals)
+    text = out.read_text()
+    assert "### issue 30: done when" in text and "### S10 — " in text

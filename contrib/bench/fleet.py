@@ -3,7 +3,7 @@
     python contrib/bench/fleet.py                       # every scenario, full size (under 10 minutes)
     python contrib/bench/fleet.py --quick               # every scenario, small (under a minute)
     python contrib/bench/fleet.py --out docs/benchmarks.md --json docs/benchmarks.json --readme README.md
-    python contrib/bench/fleet.py --only s4             # one scenario (s1 … s9; s5 comes with s1)
+    python contrib/bench/fleet.py --only s4             # one scenario (s1 … s10; s5 comes with s1)
     python contrib/bench/fleet.py --quick --allow-dirty # from uncommitted work (the report says so, loudly)
 
 Every figure comes from one commit: the harness names it (``git rev-parse
@@ -43,7 +43,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="file for the raw figures")
     parser.add_argument("--readme", type=Path, help="README whose bench:readme section gets the headline figures")
     parser.add_argument("--only", action="append", default=[], metavar="SCENARIO",
-                        help="run only these scenarios (s1 … s9), repeatable")
+                        help="run only these scenarios (s1 … s10), repeatable")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="run from a tree with uncommitted changes (development; the report says so)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the actors do")

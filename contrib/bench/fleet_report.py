@@ -136,9 +136,10 @@ compressed, not the intervals.
   9,000–12,000), whatever the fleet's size. The GraphQL poller is the
   competent client a careful engineer would write without git-sluice: one
   query a minute per host over all its repositories, 100 requests a page. The double has no reviews route, so a pass's
-  "reviews" read is `GET /pulls/{n}` (one REST call alike); it has no issues,
-  so Tower's three reads are three pull-request queries (open with reviews and
-  labels — 2 points —, merged, closed).
+  "reviews" read is `GET /pulls/{n}` (one REST call alike). S3's dashboard
+  baseline reads Tower's three as three pull-request queries (open with
+  reviews and labels — 2 points —, merged, closed); S10 runs Tower's own gh
+  commands against the double's issues and search.
 - **Windows:** each run has a warm-up that is not measured (the first intake,
   the pollers' first passes and cache fill), then a measured window; "/h"
   figures are the window's × 3,600 / window. Each scenario says how its runs
@@ -198,7 +199,7 @@ def render_section(result: dict[str, Any]) -> str:
     m = result["machine"]
     lines = [
         START,
-        "## The fleet benchmark (issues 8, 11, 12, 15, 29)",
+        "## The fleet benchmark (issues 8, 11, 12, 15, 29, 30)",
         "",
         "_This section is written by `contrib/bench/fleet.py`; edit the harness, not the text._",
         "",
@@ -280,17 +281,25 @@ def render_section(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+DONE_WHEN = (("s9", "issue 29", "Figures from S9 below (each row's run, window and real time are in its notes)."),
+             ("s10", "issue 30", "Figures from S10 below (its legs, units and window are in its notes)."))
+"""The scenarios whose raw figures carry an issue's "done when" (``raw["done_when"]``), and the issue."""
+
+
 def render_done_when(scenarios: list[Scenario]) -> list[str]:
-    """Issue 29's "done when": each goal, this run's figure, met / not met (from S9's run, and S6's)."""
-    s9 = next((sc for sc in scenarios if sc.key == "s9"), None)
-    goals = (s9.raw.get("done_when") if s9 is not None else None) or []
-    if not goals:
-        return []
-    lines = ["### issue 29: done when", "", "| goal | this run | verdict |", "|---|---|---|"]
-    for g in goals:
-        verdict = "—" if g["met"] is None else ("met" if g["met"] else "**not met**")
-        lines.append(f"| {_cell(g['goal'])} | {_cell(g['figure'])} | {verdict} |")
-    lines += ["", "Figures from S9 below (each row's run, window and real time are in its notes).", ""]
+    """Each issue's "done when": each goal, this run's figure, met / not met (S9's for issue 29, with S6's;
+    S10's for issue 30)."""
+    lines: list[str] = []
+    for key, issue, source in DONE_WHEN:
+        sc = next((sc for sc in scenarios if sc.key == key), None)
+        goals = (sc.raw.get("done_when") if sc is not None else None) or []
+        if not goals:
+            continue
+        lines += [f"### {issue}: done when", "", "| goal | this run | verdict |", "|---|---|---|"]
+        for g in goals:
+            verdict = "—" if g["met"] is None else ("met" if g["met"] else "**not met**")
+            lines.append(f"| {_cell(g['goal'])} | {_cell(g['figure'])} | {verdict} |")
+        lines += ["", source, ""]
     return lines
 
 

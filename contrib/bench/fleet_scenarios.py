@@ -8,6 +8,7 @@ that was not run, says so in its row instead of a number.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import time
 import traceback
@@ -21,6 +22,7 @@ from fleet_fence import fence_baseline, fence_sluice
 from fleet_overheads import (SMALL_QUEUE, command_walls, hook_overhead, prepush_at, python_baseline, round_cpu,
                              round_scaling)
 from fleet_runs import ALLOWANCE, SECONDARY_PER_MINUTE, FleetSpec, run_job, sluice_fleet
+from fleet_serve import ServeSpec, serve_tower, span
 from fleet_world import AUTH_TITLES, AUTHS
 
 Value = float | int | str | None
@@ -106,6 +108,8 @@ class Profile:
     # issue 29's round CPU against the queue's size: (small, middle, large); quiet large ≤ 1.5× small,
     # changed large ≤ 2× middle
     s6_scale_sizes: tuple[int, int, int] = (20, 500, 5000)
+    # S10 (issue 30): Tower's loop through `git sluice serve` with the real gh, beside the same loop direct
+    s10: ServeSpec | None = None
 
 
 S1_RATES = Rates(pushed=6.0)
@@ -150,6 +154,7 @@ FULL = Profile(
     s9_one=FleetSpec(repos=1, hosts=1, prs=20, waits_per_host=2, rates=S1_RATES, unrelated=PRODUCTION,
                      warmup=1020, window=1800),
     s9_prs=(20, 1000, 5000),
+    s10=ServeSpec(),  # the done-when's: 13 workspaces, direct 1 h, through serve 2 h
 )
 
 QUICK_RATES = Rates(opened=10.0, pushed=30.0, reviewed=20.0, merged=15.0)
@@ -185,6 +190,7 @@ QUICK = Profile(
                      warmup=120, window=240),
     s9_prs=(5, 150),
     s6_scale_sizes=(5, 20, 60),
+    s10=ServeSpec(workspaces=3, direct_window=300.0, serve_window=600.0),
 )
 
 
@@ -1039,6 +1045,222 @@ def done_when_29(done: dict[str, Scenario], p: Profile) -> list[dict[str, Any]]:
     return out
 
 
+# ------------------------------------------------------------------------------ S10 (issue 30)
+S10_GOALS = {"direct_share": 0.90, "serve_points": 2400.0, "remaining_share": 0.10}
+"""Issue 30's done-when: direct about the whole allowance (≥ 90 % of it), through serve ≤ 2,400 points/h,
+0 refusals, the pool above 10 % remaining, the merge bot's answers all 200."""
+DIRECT = "gh direct (no git-sluice)"
+S10_UNITS = ("Units: the issue's 4,700 and 2,400 count one point per gh call (13 × 3 × 120 = 4,680 calls/h). "
+             "The double prices a query as GitHub does: `gh issue list --limit 200 --json "
+             "number,title,author,assignees,labels,updatedAt` asks issues(first: 100) with assignees(first: 100) "
+             "and labels(first: 100) nested, 2 points; each search 1. The loop therefore asks 4 points per "
+             "workspace every 30 s (6,240/h for 13), more than the allowance: the direct leg spends what the "
+             "allowance gives and is refused the rest. The verdict is on points, as the done-when says; calls are "
+             "beside them.")
+
+
+@dataclass(frozen=True)
+class LegView:
+    """One S10 leg's figures as the rows read them (Tower's loop apart from the merge bot's share)."""
+
+    seconds: float  # the leg's simulated duration
+    points: float  # per hour, Tower's loop
+    calls: float  # GraphQL calls reaching the double per hour, Tower's loop
+    pool_points: float  # per hour, everything the pool spent
+    refusals: float  # per hour, GitHub's (ledger)
+    refused_total: int  # GitHub's, in the leg
+    served_refusals: int  # serve's own (nothing sent), in the leg
+    gh_failures: int
+    lowest: int
+
+    @property
+    def refused(self) -> int:
+        """Refusals the tools met in the leg: GitHub's, and serve's own (answered in GitHub's shape)."""
+        return self.refused_total + self.served_refusals
+
+    @property
+    def clean(self) -> bool:
+        """Nothing refused and no gh command failed (a refusal fails the command that met it)."""
+        return self.refused == 0 and self.gh_failures == 0
+
+
+def leg_view(run: dict[str, Any]) -> LegView:
+    h, window = run["per_hour"], run["window_seconds"]
+    bot = run.get("bot") or {}
+    factor = 3600.0 / window
+    return LegView(seconds=window, points=h["points"] - bot.get("points", 0) * factor,
+                   calls=h["graphql_calls"] - bot.get("graphql_reaching", 0) * factor, pool_points=h["points"],
+                   refusals=h["refusals"], refused_total=run["totals"]["refusals"],
+                   served_refusals=int((run.get("serve") or {}).get("refused", 0)),
+                   gh_failures=run["gh"]["failures"], lowest=run["lowest_remaining"])
+
+
+def s10_serve(p: Profile, base: Base) -> Scenario:
+    """Issue 30's done-when: Tower's loop through serve with the real gh, beside the same loop direct."""
+    spec = p.s10 or ServeSpec()
+    sc = Scenario("s10", f"Tower through `git sluice serve` (issue 30), the real gh: {spec.describe()}")
+    run = serve_tower(spec)
+    sc.raw = run
+    d, s = leg_view(run["direct"]), leg_view(run["serve"])
+    sc.rows = s10_flow_rows(d, s, run) + s10_goal_rows(d, s, run) + s10_cost_rows(run)
+    run["done_when"] = done_when_30(d, s, run)
+    sc.notes += s10_notes(spec, run)
+    return sc
+
+
+def s10_flow_rows(d: LegView, s: LegView, run: dict[str, Any]) -> list[Row]:
+    """Points, calls and refusals per hour: the direct leg beside the serve leg."""
+    limit = S10_GOALS["serve_points"]
+    met = s.points <= limit
+    direct_met = d.pool_points >= S10_GOALS["direct_share"] * ALLOWANCE
+    calls_met = s.calls <= limit
+    bot = run["serve"]["bot"]
+    return [
+        Row("GraphQL points /h, Tower's loop", DIRECT, _r(d.points), _r(s.points), goal=f"≤ {limit:,.0f}/h",
+            met=met, note=f"{goal_note(f'≤ {limit:,.0f}/h through serve', met)}; the pool's through serve, the "
+                          f"merge bot's {bot['points']} points included: {_fmt(_r(s.pool_points))}/h; see the "
+                          "notes on units"),
+        Row("share of the 5,000 GraphQL points an hour", DIRECT, _share(d.pool_points), _share(s.pool_points),
+            unit="%", rankable=False,
+            note=f"direct: {goal_note('about the whole allowance (≥ 90 %)', direct_met)}"),
+        Row("GraphQL calls reaching GitHub /h, Tower's loop", DIRECT, _r(d.calls), _r(s.calls),
+            note=f"in the issue's unit (a point a gh call) ≤ {limit:,.0f}/h would be "
+                 f"{'met' if calls_met else 'not met'}; the seed's 4,700/h is 13 × 3 × 120 = 4,680"),
+        Row("GraphQL refusals /h (403/429, RATE_LIMITED)", DIRECT, _r(d.refusals), _r(s.refusals),
+            note=f"in the leg: {d.refused_total:,} in {span(d.seconds)} direct, {s.refused_total:,} in "
+                 f"{span(s.seconds)} through serve"),
+    ]
+
+
+def s10_goal_rows(d: LegView, s: LegView, run: dict[str, Any]) -> list[Row]:
+    """The done-when's other goals: nothing refused, the pool above 10 %, the merge bot answered."""
+    floor = S10_GOALS["remaining_share"] * ALLOWANCE
+    bot, window = run["serve"]["bot"], run["serve"]["serve"]
+    ran_out = run["direct"]["ran_out_at_minute"]
+    hours = f"{span(s.seconds)} simulated"
+    kept = window.get("kept_share")
+    return [
+        Row(f"refusals in the leg, GitHub's and serve's own (direct {span(d.seconds)}, through serve "
+            f"{span(s.seconds)})", DIRECT, d.refused, s.refused, rankable=False, show_ratio=False,
+            goal=f"0 in {hours}", met=s.clean,
+            note=f"{goal_note(f'0 in {hours}, and no gh command failed', s.clean)}; GitHub's / serve's own "
+                 f"(nothing sent) / gh exits ≠ 0: direct {d.refused_total:,} / — / {d.gh_failures:,}, through "
+                 f"serve {s.refused_total:,} / {s.served_refusals:,} / {s.gh_failures:,}"),
+        Row("the pool's lowest GraphQL remaining (after each loop)", DIRECT, d.lowest, s.lowest, rankable=False,
+            show_ratio=False, goal=f"≥ {floor:,.0f} (10 %)", met=s.lowest >= floor,
+            note=f"{goal_note(f'≥ {floor:,.0f} (10 %) through serve', s.lowest >= floor)}; direct: "
+                 + (f"spent after minute {ran_out:g}" if ran_out is not None else "never spent")),
+        Row("merge bot through the same serve: answers other than 200", "—", "no bot in the direct leg",
+            bot["not_200"], rankable=False, goal="0 (every answer 200)", met=bot["not_200"] == 0,
+            note=f"{goal_note('every answer 200', bot['not_200'] == 0)}; {bot['calls']} calls (one workspace a "
+                 "minute: REST pulls list + a GraphQL query), answered: "
+                 + ", ".join(f"{k} {v}" for k, v in sorted(bot["answers"].items()))),
+        Row("GraphQL queries answered from serve's window", "—", "no window direct",
+            _r(100 * kept, 1) if kept is not None else "not measured", unit="%", rankable=False,
+            note=f"`sluice_serve_graphql_kept_total` {window['graphql_kept']:,.0f} of the "
+                 f"{window['graphql_answered']:,.0f} GraphQL queries serve answered (the bot's included)"),
+    ]
+
+
+def s10_cost_rows(run: dict[str, Any]) -> list[Row]:
+    """What else the legs cost: REST, gh processes, real time."""
+    d, s = run["direct"], run["serve"]
+    return [
+        Row("REST calls counted /h", DIRECT, _r(d["per_hour"]["counted_rest"]), _r(s["per_hour"]["counted_rest"]),
+            rankable=False, note="through serve: its GET /user (whose pool a caller's token is) and the bot's pulls "
+                                 "lists (a 304 after each workspace's first); by kind: "
+                                 + ", ".join(f"{k} {v[0]:,} ({v[1]:,} counted)"
+                                             for k, v in sorted(s["totals"]["by_route"].items()))),
+        Row("gh processes run in the leg", DIRECT, d["gh"]["runs"], s["gh"]["runs"], rankable=False,
+            show_ratio=False, note=f"one gh command's wall, median: direct {_ms(d['gh']['wall_median'])} ms, "
+                                   f"through serve {_ms(s['gh']['wall_median'])} ms"),
+        Row("real seconds the leg took", DIRECT, _r(d["real_seconds"]), _r(s["real_seconds"]), unit="s",
+            rankable=False, show_ratio=False, note="on this shared machine; gh is started for every command"),
+    ]
+
+
+def _ms(seconds: float | None) -> str:
+    return f"{1000 * seconds:.0f}" if seconds is not None else "—"
+
+
+def done_when_30(d: LegView, s: LegView, run: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 30's done-when, each goal beside this run's figure and its verdict."""
+    spec = run["spec"]
+    floor = S10_GOALS["remaining_share"] * ALLOWANCE
+    bot = run["serve"]["bot"]
+    size = f"{spec['workspaces']} workspaces"
+    return [
+        {"goal": f"direct ({size}): about 4,700 points/h, nearly the whole allowance (≥ 90 % of 5,000)",
+         "figure": f"{_fmt(_r(d.pool_points))} points/h ({_share(d.pool_points):g} %), {_fmt(_r(d.calls))} calls/h; "
+                   f"{d.refused_total:,} refusals and {d.gh_failures:,} gh failures in {span(d.seconds)}",
+         "met": d.pool_points >= S10_GOALS["direct_share"] * ALLOWANCE},
+        {"goal": f"through serve, {spec['graphql_window']:g} s window: ≤ 2,400 points/h",
+         "figure": f"{_fmt(_r(s.points))} points/h ({_fmt(_r(s.calls))} calls/h; the pool's, bot included: "
+                   f"{_fmt(_r(s.pool_points))})", "met": s.points <= S10_GOALS["serve_points"]},
+        {"goal": f"refused 0 times in {span(s.seconds)} simulated",
+         "figure": f"{s.refused_total} by GitHub, {s.served_refusals} by serve, {s.gh_failures} gh failures",
+         "met": s.clean},
+        {"goal": "the pool above 10 % remaining", "figure": f"lowest {s.lowest:,} of {ALLOWANCE:,}",
+         "met": s.lowest >= floor},
+        {"goal": "a merge bot's calls through the same serve answered as before (all 200)",
+         "figure": f"{bot['ok']} of {bot['calls']} answered 200", "met": bot["not_200"] == 0},
+    ]
+
+
+def window_note(spec: ServeSpec, serve: dict[str, Any]) -> str:
+    """What the window can keep at this loop's period, beside what it kept."""
+    every = math.ceil(spec.graphql_window / spec.period) if spec.graphql_window > 0 else 1
+    kept = serve["serve"].get("kept_share")
+    return (f"The window: a kept answer serves the same query while it is younger than {spec.graphql_window:g} s "
+            f"(not at {spec.graphql_window:g} s itself). At a {spec.period:g} s loop one of every {every} loops' "
+            f"queries reaches GitHub, the others are answered from the window; serve kept "
+            + (f"{100 * kept:.1f} %" if kept is not None else "an unmeasured share")
+            + " of the GraphQL queries it answered (the bot's, never repeated within the window, included). The "
+            f"clock moved at most {serve['clock_drift_within_loop']:.3f} s within a loop (the product's own short "
+            "sleeps): each loop's commands run at one simulated instant.")
+
+
+def s10_notes(spec: ServeSpec, run: dict[str, Any]) -> list[str]:
+    d, s = run["direct"], run["serve"]
+    window = s["serve"]
+    notes = [
+        f"The loop (the seed's Tower daemon): every {spec.period:g} s of simulated time, for each of "
+        f"{spec.workspaces} workspaces, `gh issue list -R R --limit 200 --json "
+        "number,title,author,assignees,labels,updatedAt`, `gh issue list -R R --state closed --search "
+        f"\"closed:>{run['since']}\" --json number,title` and `gh pr list -R R --state merged --search "
+        f"\"merged:>{run['since']}\" --json number,title`, {spec.concurrency} at a time; then the harness moves "
+        f"the shared clock to the next mark. {run['gh_version']}, unchanged, with `http_unix_socket`.",
+        "Direct: gh's socket is a byte-for-byte pass-through to the double's port (gh speaks plain HTTP only over "
+        f"a Unix socket), {d.get('pass_through_connections', 0):,} connections. Through serve: a real `git-sluice "
+        f"serve --socket … --port 0` in a clone set up for the double, `sluice.graphqlWindow "
+        f"{spec.graphql_window:g}s`, on the shared clock; it stopped with exit {window['exit']}"
+        + (f" and logged {window['log_lines']} line(s), the last: {window['log_tail'][-1]}" if window["log_tail"]
+           else ", logging nothing") + ".",
+        f"The merge bot (serve leg): once a simulated minute, the next workspace's `GET /repos/R/pulls` and a "
+        "small GraphQL query (its open requests' heads and mergeability, and `rateLimit { cost }`), on serve's "
+        "TCP port with the same token.",
+        f"World: {run['repos']} repositories, each with {spec.open_issues[0]}–{spec.open_issues[1]} open issues, "
+        f"{spec.closed_recent[0]}–{spec.closed_recent[1]} issues closed and {spec.merged_recent[0]}–"
+        f"{spec.merged_recent[1]} pull requests merged within the searches' week, {spec.open_pulls[0]}–"
+        f"{spec.open_pulls[1]} open pull requests (seeded); one user token, one pool. The direct leg runs first; "
+        "the serve leg starts once the double's GraphQL window has reset, so each spends a fresh allowance.",
+        S10_UNITS,
+        window_note(spec, s),
+        "Not replayed: the seed's amplifier (a failed command not kept, re-spawned at every overview request) and "
+        "its dashboard's request rate; the loop here is the steady 30 s one, failures included.",
+        f"Set-up {run['setup_seconds']:.0f} s; the legs {d['real_seconds']:.0f} s and {s['real_seconds']:.0f} s "
+        f"real, {d['gh']['runs'] + s['gh']['runs']:,} gh processes.",
+    ]
+    for leg, name in ((d, "direct"), (s, "through serve")):
+        if leg["gh"]["reasons"]:
+            notes.append(f"gh's failures {name}: " + "; ".join(leg["gh"]["reasons"]))
+        if leg["other_pools"]:
+            notes.append(f"calls {name} spent other pools: {', '.join(leg['other_pools'])}")
+    if s["bot"]["bad"]:
+        notes.append("the merge bot's answers other than 200: " + "; ".join(s["bot"]["bad"]))
+    return notes
+
+
 # Issue 12's table: each figure as it stood (HEAD on the kind double), its goal, and where it is measured.
 BEFORE_12 = {
     "tick": 12, "quiet_counted": 0, "quiet_calls": 8076, "s1": 278 + 194, "s3": 528, "s3_quiet": 0,
@@ -1143,9 +1365,10 @@ SCENARIOS: list[tuple[str, Callable[[Profile, Base], Scenario]]] = [
     ("s4", s4_fence),
     ("s7", s7_scaling),
     ("s9", s9_scale),
+    ("s10", s10_serve),  # real gh processes, many: before S6, which times processes
     ("s6", s6_overheads),  # after the baselines: it times processes, so it runs once the worker is done
 ]
-ORDER = ["s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"]
+ORDER = ["s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10"]
 # what a scenario named alone brings with it: S5 reads S1's runs; S8 reads S1, S2, S3 and S7's
 NEEDS = {"s5": {"s1"}, "s8": {"s1", "s2", "s3", "s7"}}
 
@@ -1242,7 +1465,7 @@ def run_all(profile: Profile, only: set[str] | None = None, say: Callable[[str],
 TITLES = [
     ("s1", "sluice fleet"), ("s2", "quiet hour"), ("s3", "Tower"), ("s4", "throttle fence"),
     ("s5", "freshness"), ("s6", "overheads"), ("s7", "scaling"), ("s8", "issue 12's figures"),
-    ("s9", "fleet scale"),
+    ("s9", "fleet scale"), ("s10", "Tower through serve"),
 ]
 
 
