@@ -32,6 +32,7 @@ from ..errors import (
 )
 from ..forge.auth import StaticToken, UserPoolResolver
 from ..forge.client import Answer, Forge
+from ..forge.hoststore import BudgetRow
 from ..forge.kept import KeptAnswers
 from ..forge.pacing import is_mutation
 from ..forge.writepace import graphql_operation
@@ -186,6 +187,7 @@ class Relay:
             age = max(self.clock.time() - kept.at, 0.0)
             out_headers["x-sluice"] = "kept"
             out_headers["x-sluice-age"] = f"{age:.0f}"
+            out_headers.update(self._rate_now(forge, "graphql"))
             self.metrics.window_hit()
         return self._count(shapes.Reply(kept.status, out_headers, kept.body), "kept" if hit else "counted",
                            "graphql", forge)
@@ -217,11 +219,31 @@ class Relay:
         self.metrics.call(resource or "none", reply.status, pool or "unknown", how)
         return reply
 
-    def _limit(self, pool: str, resource: str) -> int | None:
+    def _row(self, pool: str, resource: str) -> BudgetRow | None:
         try:
             for row in self.session.store.budget():
                 if row.pool == pool and row.resource == resource:
-                    return row.limit
+                    return row
         except Exception:
             return None
         return None
+
+    def _limit(self, pool: str, resource: str) -> int | None:
+        row = self._row(pool, resource)
+        return row.limit if row is not None else None
+
+    def _rate_now(self, forge: Forge, resource: str) -> dict[str, str]:
+        """The rate headers as the host last heard them, for a kept answer: its own are as old as it is,
+        and a tool that paces itself by ``x-ratelimit-remaining`` must not read an old, higher number."""
+        try:
+            row = self._row(forge.pool_for(resource), resource)
+        except Exception:
+            return {}
+        if row is None:
+            return {}
+        out = {"x-ratelimit-resource": resource}
+        for name, value in (("limit", row.limit), ("remaining", row.remaining), ("used", row.used),
+                            ("reset", int(row.reset) if row.reset is not None else None)):
+            if value is not None:
+                out[f"x-ratelimit-{name}"] = str(value)
+        return out

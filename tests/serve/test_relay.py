@@ -132,3 +132,15 @@ def test_the_answer_names_serve_where_github_named_itself(served: Served) -> Non
     assert unix.headers["link"].startswith("<http://api.github.com/repos/o/r/pulls?per_page=2&page=2>")
     assert unix.json()[0]["url"] == "http://api.github.com/repos/o/r/pulls/3"
     assert odd.json()["url"] == f"{upstream}/repos/o/r"  # a Host serve will not write: left as GitHub wrote it
+
+
+def test_a_kept_graphql_answer_carries_the_rate_headers_as_the_host_last_heard_them(served: Served) -> None:
+    body = {"query": "query { viewer { login } }"}
+    with served.tcp() as client:
+        first = client.post("/graphql", json=body)
+        other = client.post("/graphql", json={"query": "query { viewer { id } }"})  # spends a point
+        kept = client.post("/graphql", json=body)
+    assert kept.headers["x-sluice"] == "kept"
+    assert int(other.headers["x-ratelimit-remaining"]) < int(first.headers["x-ratelimit-remaining"])
+    assert kept.headers["x-ratelimit-remaining"] == other.headers["x-ratelimit-remaining"]  # not the first's
+    assert kept.headers["x-ratelimit-used"] == other.headers["x-ratelimit-used"]
