@@ -340,15 +340,18 @@ def _seconds_text(value: float) -> str:
     return f"{int(value)}s" if value == int(value) else f"{value:g}s"
 
 
-def _duration(key: str, raw: str | None, floor: float) -> float:
-    form = f"a duration of at least {_seconds_text(floor)} (90s, 5m, 1h or seconds)"
+def _duration(key: str, raw: str | None, floor: float, ceiling: float | None = None) -> float:
+    if ceiling is None:
+        form = f"a duration of at least {_seconds_text(floor)} (90s, 5m, 1h or seconds)"
+    else:
+        form = f"a duration from {_seconds_text(floor)} to {_seconds_text(ceiling)} (30s, 2m or seconds)"
     if raw is None:
         raise ConfigError(key, "(no value)", form)
     try:
         value = parse_duration(raw)
     except ValueError:
         raise ConfigError(key, raw, form) from None
-    if value < floor:
+    if value < floor or (ceiling is not None and value > ceiling):
         raise ConfigError(key, raw, form)
     return value
 
@@ -557,12 +560,12 @@ def _choose_pacing(values: dict[str, list[_Value]], origins: _Origins,
     _origin(origins, "sluice.writeRate", f"{rate:g}/h" if rate is not None else "", rate_given)
     _origin(origins, "sluice.writeBurst", str(burst) if burst is not None else "", burst_given)
     given = _last(values, "sluice.writePatience")
-    patience = DEFAULT_WRITE_PATIENCE if given is None else _bounded_duration(
-        "sluice.writePatience", given.value, MAX_WRITE_PATIENCE)
+    patience = DEFAULT_WRITE_PATIENCE if given is None else _duration(
+        "sluice.writePatience", given.value, 0.0, MAX_WRITE_PATIENCE)
     _origin(origins, "sluice.writePatience", _seconds_text(patience), given)
     given = _last(values, "sluice.graphqlWindow")
-    window = DEFAULT_GRAPHQL_WINDOW if given is None else _bounded_duration(
-        "sluice.graphqlWindow", given.value, MAX_GRAPHQL_WINDOW)
+    window = DEFAULT_GRAPHQL_WINDOW if given is None else _duration(
+        "sluice.graphqlWindow", given.value, 0.0, MAX_GRAPHQL_WINDOW)
     _origin(origins, "sluice.graphqlWindow", _seconds_text(window), given)
     return rate, burst, patience, window
 
@@ -590,19 +593,6 @@ def _count(key: str, raw: str | None, form: str) -> int:
     if not _DIGITS.match(text) or not 1 <= int(text) <= 10_000:
         raise ConfigError(key, raw or "(no value)", form)
     return int(text)
-
-
-def _bounded_duration(key: str, raw: str | None, ceiling: float) -> float:
-    form = f"a duration from 0s to {_seconds_text(ceiling)} (30s, 2m or seconds)"
-    if raw is None:
-        raise ConfigError(key, "(no value)", form)
-    try:
-        value = parse_duration(raw)
-    except ValueError:
-        raise ConfigError(key, raw, form) from None
-    if not 0 <= value <= ceiling:
-        raise ConfigError(key, raw, form)
-    return value
 
 
 def _choose_intervals(values: dict[str, list[_Value]], origins: _Origins, floor: float, lease_floor: float,
