@@ -165,7 +165,12 @@ def test_three_drivers_started_at_once_exactly_one_holds(fleet_factory, url_for:
             assert called and sorted(doc.entries) == [1, 2, 3]
         else:
             assert called == [], f"{name} called GitHub while {winner} held the lease"
-            assert doc.entries == {} and doc.withdrawn_by == winner
+            # A loser whose round came before the winner's answers withdrew its entries in the
+            # winner's name; one that came after mirrors the fleet's reading (issue 29), no call.
+            if doc.entries:
+                assert set(doc.entries) <= {1, 2, 3} and doc.holder == winner and doc.withdrawn_by is None
+            else:
+                assert doc.withdrawn_by == winner
 
 
 def test_kill_9_of_the_holder_is_taken_over_after_one_lease_by_observation_even_with_a_wrong_clock(
