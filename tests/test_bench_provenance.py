@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from git_sluice.clock import FakeClock
 from git_sluice.double import GitHubDouble
@@ -124,3 +126,18 @@ def test_towers_own_fix_costs_52_points_an_hour_per_repository() -> None:
         clock.set(1_000_000 + step)
         poller.poll(clock.time())
     assert gh.counted(resource="graphql", since=mark) == 2 * 52 * len(repos)
+
+
+@given(st.floats(1.0, 50_000.0), st.sampled_from([30.0, 60.0]), st.sampled_from([15.0, 30.0]),
+       st.floats(100.0, 5_000.0))
+def test_s10_sized_window_is_the_least_whole_number_of_loops_that_fits_the_budget(
+    points: float, window: float, period: float, budget: float
+) -> None:
+    from fleet_serve import sized_window
+
+    sized = sized_window(points, window, period, budget)
+    if points <= budget:
+        assert sized == window
+        return
+    assert sized % period == 0 and points * window / sized <= budget * (1 + 1e-9)
+    assert sized - period <= 0 or points * window / (sized - period) > budget * (1 - 1e-9)

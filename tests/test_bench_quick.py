@@ -181,6 +181,11 @@ def test_quick_s10_runs_towers_loop_with_the_real_gh_direct_and_through_serve(tm
         if row["goal"]:
             assert row["met"] in (True, False) and ("not met" in row["note"]) == (row["met"] is False), row
     goals = run["done_when"]
-    assert len(goals) == 5 and all(g["met"] in (True, False) and g["figure"] for g in goals)
+    assert len(goals) == 6 and all(g["met"] in (True, False) and g["figure"] for g in goals)
+    # the third leg: serve with the least window (whole loops) at which the 60 s leg's points fit the budget
+    sized = run["sized"]
+    assert run["sized_window"] > spec["graphql_window"] and run["sized_window"] % spec["period"] == 0
+    assert sized["graphql_window"] == run["sized_window"] and sized["gh"]["failures"] == 0
+    assert sized["per_hour"]["points"] < served["per_hour"]["points"]
     text = out.read_text()
     assert "### issue 30: done when" in text and "### S10 — " in text

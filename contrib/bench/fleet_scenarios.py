@@ -190,7 +190,7 @@ QUICK = Profile(
                      warmup=120, window=240),
     s9_prs=(5, 150),
     s6_scale_sizes=(5, 20, 60),
-    s10=ServeSpec(workspaces=3, direct_window=300.0, serve_window=600.0),
+    s10=ServeSpec(workspaces=3, direct_window=300.0, serve_window=600.0, sized_duration=300.0, budget=480.0),
 )
 
 
@@ -1102,8 +1102,8 @@ def s10_serve(p: Profile, base: Base) -> Scenario:
     run = serve_tower(spec)
     sc.raw = run
     d, s = leg_view(run["direct"]), leg_view(run["serve"])
-    sc.rows = s10_flow_rows(d, s, run) + s10_goal_rows(d, s, run) + s10_cost_rows(run)
-    run["done_when"] = done_when_30(d, s, run)
+    sc.rows = s10_flow_rows(d, s, run) + s10_sized_rows(run) + s10_goal_rows(d, s, run) + s10_cost_rows(run)
+    run["done_when"] = done_when_30(d, s, run) + sized_done_when(run)
     sc.notes += s10_notes(spec, run)
     return sc
 
@@ -1130,6 +1130,40 @@ def s10_flow_rows(d: LegView, s: LegView, run: dict[str, Any]) -> list[Row]:
             note=f"in the leg: {d.refused_total:,} in {span(d.seconds)} direct, {s.refused_total:,} in "
                  f"{span(s.seconds)} through serve"),
     ]
+
+
+def sized_goal(run: dict[str, Any]) -> str:
+    return (f"through serve, the window sized for the loop's measured cost ({run['sized_window']:g} s): "
+            f"≤ {run['spec']['budget']:,.0f} points/h, 0 refusals, every bot answer 200")
+
+
+def s10_sized_rows(run: dict[str, Any]) -> list[Row]:
+    """The third leg: the same loop through serve with the least window that fits the points goal."""
+    if not run.get("sized"):
+        return []
+    z, limit, bot = leg_view(run["sized"]), run["spec"]["budget"], run["sized"]["bot"]
+    met = z.points <= limit and z.clean and bot["not_200"] == 0
+    return [Row(f"GraphQL points /h, Tower's loop, serve with a {run['sized_window']:g} s window", DIRECT,
+                _r(run_points(run["direct"])), _r(z.points), goal=f"≤ {limit:,.0f}/h", met=met,
+                note=f"{goal_note(f'≤ {limit:,.0f}/h, 0 refusals, the bot answered', met)}; the least whole "
+                     f"number of {run['spec']['period']:g} s loops at which the 60 s leg's points fit the goal; "
+                     f"{_fmt(_r(z.calls))} calls/h, {z.refused} refusals and {z.gh_failures} gh failures in "
+                     f"{span(z.seconds)}, lowest remaining {z.lowest:,}, bot {bot['ok']}/{bot['calls']} answered 200")]
+
+
+def run_points(leg: dict[str, Any]) -> float:
+    return leg_view(leg).points
+
+
+def sized_done_when(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """Beside the done-when: the window a user would set for this loop, measured."""
+    if not run.get("sized"):
+        return []
+    z, bot = leg_view(run["sized"]), run["sized"]["bot"]
+    return [{"goal": sized_goal(run),
+             "figure": f"{_fmt(_r(z.points))} points/h ({_fmt(_r(z.calls))} calls/h) in {span(z.seconds)}; "
+                       f"{z.refused} refusals, lowest remaining {z.lowest:,}, bot {bot['ok']}/{bot['calls']}",
+             "met": z.points <= run["spec"]["budget"] and z.clean and bot["not_200"] == 0}]
 
 
 def s10_goal_rows(d: LegView, s: LegView, run: dict[str, Any]) -> list[Row]:

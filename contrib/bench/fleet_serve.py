@@ -82,6 +82,8 @@ class ServeSpec:
     direct_window: float = 3600.0
     serve_window: float = 7200.0
     graphql_window: float = 60.0  # sluice.graphqlWindow in serve's clone, seconds
+    sized_duration: float = 3600.0  # the third leg: through serve with a window sized for the loop's cost
+    budget: float = 2400.0  # points/h the sized window is sized for (the issue's goal)
     concurrency: int = 3  # gh commands at once (the daemon's overlapping spawns; 2 cores)
     bot_every: float = 60.0  # the merge bot's period (serve leg)
     open_issues: tuple[int, int] = (60, 90)  # per workspace; under 100: gh's --limit 200 is one page
@@ -541,21 +543,23 @@ def direct_leg(w: World, spec: ServeSpec, binary: str, repos: list[str], since: 
 
 
 def serve_leg(w: World, spec: ServeSpec, binary: str, repos: list[str], since: str, sockets: Path,
-              start: float) -> dict[str, Any]:
-    """The loop with gh through a real ``git sluice serve``, and the merge bot on its port."""
-    host = w.add_host("tower", repos=[repos[0]], hooks=False)
+              start: float, *, window: float, duration: float, name: str = "tower") -> dict[str, Any]:
+    """The loop with gh through a real ``git sluice serve`` (``sluice.graphqlWindow`` ``window``
+    seconds) for ``duration``, and the merge bot on its port."""
+    host = w.add_host(name, repos=[repos[0]], hooks=False)
     clone = host.clones[repos[0]]
-    git(clone, "config", "sluice.graphqlWindow", f"{spec.graphql_window:g}s", env=w.env)
+    git(clone, "config", "sluice.graphqlWindow", f"{window:g}s", env=w.env)
     mark = w.gh.mark()
-    proc = ServeProcess(clone, sockets / "serve.sock", w.host_env(host), w.root / "serve.log")
+    proc = ServeProcess(clone, sockets / f"{name}.sock", w.host_env(host), w.root / f"{name}.log")
     try:
-        gh = Gh(binary, w.root / "gh-serve", proc.socket, w.env)
+        gh = Gh(binary, w.root / f"gh-{name}", proc.socket, w.env)
         bot = MergeBot(proc.port)
-        leg = run_loop(w, spec, gh, repos, since, start, spec.serve_window, bot=bot)
+        leg = run_loop(w, spec, gh, repos, since, start, duration, bot=bot)
         metrics = proc.metrics()
     finally:
         code = proc.stop()
-    out = figures(w, leg, mark, w.gh.mark(), spec.serve_window, gh)
+    out = figures(w, leg, mark, w.gh.mark(), duration, gh)
+    out["graphql_window"] = window
     out["bot"] = bot.summary()
     out["serve"] = serve_figures(metrics, code, proc.errors())
     return out
@@ -587,10 +591,33 @@ def serve_tower(spec: ServeSpec) -> dict[str, Any]:
         setup = time.monotonic() - began
         direct = direct_leg(w, spec, binary, repos, since, sockets, RUN_START)
         serve_start = fresh_allowance(w, spec, RUN_START)
-        served = serve_leg(w, spec, binary, repos, since, sockets, serve_start)
+        served = serve_leg(w, spec, binary, repos, since, sockets, serve_start,
+                           window=spec.graphql_window, duration=spec.serve_window)
+        sized = sized_window(loop_points(served), spec.graphql_window, spec.period, spec.budget)
+        resized = None
+        if sized > spec.graphql_window and spec.sized_duration > 0:
+            resized = serve_leg(w, spec, binary, repos, since, sockets, fresh_allowance(w, spec, RUN_START),
+                                window=sized, duration=spec.sized_duration, name="sized")
     return {"spec": asdict(spec), "repos": len(repos), "since": since, "setup_seconds": setup,
             "gh_version": gh_version(binary), "population": population(spec), "direct": direct, "serve": served,
-            "real_seconds": time.monotonic() - began}
+            "sized_window": sized, "sized": resized, "real_seconds": time.monotonic() - began}
+
+
+def loop_points(leg: dict[str, Any]) -> float:
+    """Points an hour the leg's Tower loop spent (the merge bot's apart)."""
+    bot = leg.get("bot") or {}
+    return float(leg["per_hour"]["points"]) - bot.get("points", 0) * 3600.0 / leg["window_seconds"]
+
+
+def sized_window(points_per_hour: float, window: float, period: float, budget: float) -> float:
+    """The least window, a whole number of loop periods, at which the loop's points fit ``budget``/h.
+
+    A window of W seconds lets each distinct query reach GitHub once per W (rounded up to the loop's
+    period: the boundary is exclusive), so the hourly spend scales as ``window / W``."""
+    if points_per_hour <= budget or budget <= 0:
+        return window
+    least = points_per_hour * window / budget
+    return period * math.ceil(least / period - 1e-9)
 
 
 def fresh_allowance(w: World, spec: ServeSpec, start: float) -> float:
