@@ -45,6 +45,20 @@ log = logging.getLogger("git_sluice")
 ADOPT_HORIZON = float(rules.RESET_HORIZON)
 """The longest pause this host sets on its own (1 h 5 min): an adopted pause ends at the latest
 this long after this host first saw its note, whatever the note says (issue #14, point 2)."""
+ADOPT_SHORT_HORIZON = rules.FALLBACK_CAP + rules.JITTER_SPAN
+"""A secondary-limit (or unknown) note's bound (15 min 10 s): nothing GitHub says confirms or
+disproves it before the one probe, and GitHub's own secondary waits are a minute or so (issue 33)."""
+
+
+def adopt_horizon(cls: str | None) -> float:
+    """How long after first sight a note of class ``cls`` can pause this host at most.
+
+    A primary pause is GitHub's hourly window: up to the reset, an hour and
+    some. Any other class is bounded by the longest fallback this host uses
+    on its own, so a note no answer can confirm stops the fleet for a quarter
+    of an hour, not an hour.
+    """
+    return ADOPT_HORIZON if cls == "primary" else ADOPT_SHORT_HORIZON
 _SANE_SPAN = ADOPT_HORIZON + rules.JITTER_SPAN + 60.0
 """A stored pause ending later than this from now came from no rule of this host: it is discarded."""
 
@@ -614,7 +628,7 @@ class HostStore:
     ) -> bool:
         """Take on a pause another host published; True if it paused (or lengthened the pause) here.
 
-        Anything may be in a note: the pause ends at the latest :data:`ADOPT_HORIZON`
+        Anything may be in a note: the pause ends at the latest :func:`adopt_horizon`
         after ``seen_at`` (when this host first saw the note, by its own clock;
         now if not given). ``origin`` names where the note lives
         (:meth:`release_adopted`).
@@ -624,7 +638,7 @@ class HostStore:
             with self._write(conn):
                 now = self.clock.time()
                 first = now if seen_at is None or not seen_at <= now else seen_at
-                bounded = min(until, first + ADOPT_HORIZON) if until == until else now
+                bounded = min(until, first + adopt_horizon(cls)) if until == until else now
                 state = self._load(conn, pool, resource)
                 gate.expire(state, now)
                 changed = gate.adopt(state, bounded, cls, now, source=source, origin=origin)
@@ -685,6 +699,26 @@ class HostStore:
     def pauses(self) -> list[PauseView]:
         """Every (pool, resource) not open: paused, probing or ramping (observe-only ones flagged)."""
         return self._views()
+
+    def heard(self, pool: str, resource: str) -> tuple[int, float] | None:
+        """What GitHub last said was left of (pool, resource), and when this host heard it (its clock).
+
+        The evidence a pause note is weighed against (:meth:`PauseNotes.adopt_into`); answers
+        noted but not yet flushed are the newest.
+        """
+        with self._mutex:
+            noted = self._noted_rates.get((pool, resource)) if self._pid == os.getpid() else None
+        if noted is not None and noted[0].remaining is not None:
+            return int(noted[0].remaining), float(noted[1])
+
+        def op(conn: sqlite3.Connection) -> tuple[int, float] | None:
+            row = conn.execute("SELECT remaining, observed_at FROM rates WHERE pool = ? AND resource = ?",
+                               (pool, resource)).fetchone()
+            if row is None or not isinstance(row[0], int) or not isinstance(row[1], (int, float)):
+                return None
+            return int(row[0]), float(row[1])
+
+        return self._run(op)
 
     def pause_for(self, pool: str, resource: str) -> PauseView | None:
         views = self._views("WHERE pool = ? AND resource = ?", (pool, resource))

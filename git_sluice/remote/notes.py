@@ -15,6 +15,7 @@ named by its pool id only, and the message says nothing else about it.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import re
 from collections.abc import Collection, Iterable
@@ -29,6 +30,8 @@ from ..repo import Repo
 from .git import CasUpdate, RemoteGit, RemoteRefused
 from .lease import check_host, check_name, format_seconds, parse_trailers
 from .observe import ObservationStore
+
+log = logging.getLogger("git_sluice")
 
 PAUSE_PREFIX = "refs/sluice/pause/"
 MAX_UNTIL = 253402300799.0
@@ -69,6 +72,12 @@ class PauseNote:
     @property
     def ref(self) -> str:
         return pause_ref(self.pool, self.resource)
+
+    @property
+    def identity(self) -> str:
+        """The pause a note announces, whoever claimed its probe: a claim re-writes the note (a new
+        object) but announces no new pause, so it must not start anyone's bound again (issue 33)."""
+        return f"{self.cls}:{self.epoch}:{format_seconds(round(self.until, 3))}:{self.host}"
 
     def check(self) -> PauseNote:
         pause_ref(self.pool, self.resource)
@@ -124,6 +133,31 @@ class PauseNote:
 
     def with_probe(self, host: str | None) -> PauseNote:
         return dataclasses.replace(self, probe=host)
+
+
+EVIDENCE_MARGIN = 60.0
+"""An answer heard this long after a note was first seen was sent after it, too (no call's answer
+lags its sending by more): only such an answer can disprove the note."""
+
+
+def sighting(ref: str) -> str:
+    """The observation key of the pause a note at ``ref`` announces (beside the ref's own object)."""
+    return f"{ref}#pause"
+
+
+def disproves(note: PauseNote, heard: tuple[int, float] | None, first_seen: float | None) -> bool:
+    """Does what GitHub last said of the note's (pool, resource) outrank the note (issue 33)?
+
+    Only a primary pause can be disproved by an answer: it says the window's
+    allowance is spent, and an answer sent after the note was written that
+    still had some left says it is not (or the window reset). A secondary or
+    unknown pause is not in the rate headers; its short bound and the probe
+    end it.
+    """
+    if note.cls != "primary" or heard is None or first_seen is None:
+        return False
+    remaining, at = heard
+    return remaining > 0 and at > first_seen + EVIDENCE_MARGIN
 
 
 MAX_LASTING = 86_400.0
@@ -196,6 +230,9 @@ class PauseNotes:
         self.probe_timeout = probe_timeout
         self.version = version
         self.observations = observations or ObservationStore(repo.sluice_dir, clock)
+        self.claimed: dict[tuple[str, str], str] = {}
+        """The pause (its :attr:`PauseNote.identity`) whose probe this process claimed, per (pool,
+        resource): a probe that goes well disproves that pause, and only that one."""
         register = getattr(remote, "on_fetched", None)
         if register is not None:
             register(("observations", str(self.observations.path), self.observations.boot), self.observations.fetched)
@@ -296,6 +333,8 @@ class PauseNotes:
             note = self._note_at(pool, resource, oid)
             if oid is None:
                 return True
+            if note is not None:
+                self.claimed[(pool, resource)] = note.identity
             if note is not None and note.probe == self.host:
                 return True
             if note is not None and note.probe is not None:
@@ -310,18 +349,22 @@ class PauseNotes:
                 return True
         return False
 
-    def close(self, pool: str, resource: str) -> None:
-        """Delete the note once its pause has closed; a note for a later pause stays."""
+    def close(self, pool: str, resource: str, *, disproved: str | None = None) -> None:
+        """Delete the note once its pause has closed, or once GitHub's answer ``disproved`` the pause
+        it announces (an identity): a note for a later pause stays, and a disproved note is never
+        published again — its probe claim included (issue 33)."""
         ref = pause_ref(pool, resource)
         for _ in range(self.attempts):
             oid = self.repo.ref(ref)
             if oid is None:
                 return
             note = self._note_at(pool, resource, oid)
-            if note is not None and note.until > self.clock.time():
+            if note is not None and note.until > self.clock.time() and (
+                disproved is None or note.identity != disproved
+            ):
                 return
             if self._push(ref, None, oid):
-                self.observations.forget([ref])
+                self.observations.forget([ref, sighting(ref)])
                 return
 
     # --- adoption ------------------------------------------------------------
@@ -344,20 +387,21 @@ class PauseNotes:
         return f"{self.url}#{self.repo.common_dir}"
 
     def first_seen(self, notes: Iterable[PauseNote]) -> dict[str, float]:
-        """When this host first saw each note's object, as a wall time of its own clock.
+        """When this host first saw each note's pause, as a wall time of its own clock.
 
-        Kept by object id in the observation store (monotonic, per boot), so a
-        note re-written with a later ``Until`` is a new sighting, and the same
-        note seen for hours is the same one (its ceiling does not move on).
+        Kept by the pause's :attr:`~PauseNote.identity` in the observation store
+        (monotonic, per boot), so a note re-written with a later ``Until`` is a
+        new sighting, while the same pause seen for hours — or re-written only
+        to claim its probe — is the same one: its ceiling does not move on.
         """
         listed = list(notes)
-        oids = {n.ref: self.repo.ref(n.ref) for n in listed}
-        seen = self.observations.observe_many(oids)
+        seen = self.observations.observe_many({sighting(n.ref): n.identity for n in listed})
         now_wall, now_mono = self.clock.time(), self.clock.monotonic()
         result: dict[str, float] = {}
-        for ref, obs in seen.items():
+        for note in listed:
+            obs = seen.get(sighting(note.ref))
             if obs is not None and obs.first_seen <= now_mono:
-                result[ref] = now_wall - (now_mono - obs.first_seen)
+                result[note.ref] = now_wall - (now_mono - obs.first_seen)
         return result
 
     def adopt_into(
@@ -367,16 +411,23 @@ class PauseNotes:
 
         Notes whose end by this host's clock (:func:`local_end`) has passed are
         skipped: there is nothing left to pause. The store bounds each by its horizon from when this host first
-        saw it, and treats a pause it already has as a no-op. With ``pools``
-        (the pools these notes concern), a pause adopted from here whose note
-        has gone is ended (no local answer confirmed it).
+        saw it, and treats a pause it already has as a no-op. A note GitHub's own
+        answer has disproved since (:func:`disproves`) is not obeyed, and goes
+        from the remote. With ``pools`` (the pools these notes concern), a pause
+        adopted from here whose note has gone, or was disproved, is ended (no
+        local answer confirmed it).
         """
         now = self.clock.time()
         listed = list(self.local() if notes is None else notes)
         seen = self.first_seen(listed)
-        adopted = 0
+        heard = getattr(store, "heard", None)
+        adopted, standing, false = 0, [], []
         for note in listed:
             first = seen.get(note.ref)
+            if heard is not None and disproves(note, heard(note.pool, note.resource), first):
+                false.append(note)
+                continue
+            standing.append(note)
             end = local_end(note.until, note.lasting, first if first is not None else now)
             if end <= now:
                 continue
@@ -386,5 +437,10 @@ class PauseNotes:
             )
             adopted += 1
         if pools is not None:
-            store.release_adopted(self.origin, pools, {(n.pool, n.resource) for n in listed})
+            store.release_adopted(self.origin, pools, {(n.pool, n.resource) for n in standing})
+        for note in false:
+            try:
+                self.close(note.pool, note.resource, disproved=note.identity)
+            except Exception as exc:  # the next look tries again; the note is not obeyed meanwhile
+                log.debug("could not remove the disproved pause note %s: %s", note.ref, exc)
         return adopted

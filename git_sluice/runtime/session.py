@@ -164,9 +164,11 @@ class FleetPauses:
         return won
 
     def probed(self, permit: Permit) -> None:
-        """The probe succeeded: the allowance answers again, so the fleet's note goes."""
+        """The probe succeeded: the allowance answers again, so the fleet's note goes — the note whose
+        probe this host claimed even if it claims a later ``Until``: GitHub's answer outranks it."""
         try:
-            self.notes.close(permit.pool, permit.resource)
+            self.notes.close(permit.pool, permit.resource, disproved=self.notes.claimed.pop(
+                (permit.pool, permit.resource), None))
         except Exception as exc:
             log.warning("could not delete the pause note on the remote (%s)", exc)
 

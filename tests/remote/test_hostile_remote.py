@@ -10,6 +10,7 @@ a person) against it, and reads what reached GitHub from the double's ledger.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import subprocess
 import sys
@@ -149,7 +150,7 @@ def test_an_adopted_pause_ends_within_the_horizon_from_first_sight_and_when_its_
     pool = b.forge.pool
     ref = f"refs/sluice/pause/{pool}/core"
     first_seen = fleet.clock.time()  # type: ignore[attr-defined]
-    push_record(fleet, ref, note_message("253402300799"))  # the year 9999
+    push_record(fleet, ref, note_message("253402300799", cls="primary"))  # the year 9999
     fetch_and_adopt(b)
     pause = b.store.pause_for(pool, "core")
     assert pause is not None and pause.until <= first_seen + ADOPT_HORIZON
@@ -524,3 +525,103 @@ def test_a_rounds_fetch_counts_as_the_look_and_a_pause_published_after_it_is_sti
     with pytest.raises(AllowanceSpent):
         b.forge.get("repos/o/r/pulls")
     assert fleet.calls_by("host-b", since=mark) == [] and len(looks) == 2
+
+
+# ------------------------------------------------------------- issue 33: evidence beats a note
+
+
+@pytest.mark.parametrize("cls", ["primary", "secondary"])
+def test_one_pushed_note_until_9999_stops_two_hosts_at_most_the_bound_then_goes(
+    fleet_factory, git_daemon: str, monkeypatch: pytest.MonkeyPatch, cls: str
+) -> None:
+    """The pusher pushes once and never again: every host stops for at most its bound from first
+    sight, then GitHub's answer to the one probe ends the pause everywhere and the note goes. The
+    probe's claim (a re-written note) does not start anyone's bound again (issue 33)."""
+    from git_sluice.errors import AllowanceSpent
+    from git_sluice.forge.hoststore import adopt_horizon
+
+    fleet = fleet_factory(("host-a", "host-b"), url=git_daemon)
+    sessions = {}
+    for name, host in fleet.hosts.items():
+        monkeypatch.setenv("XDG_STATE_HOME", host.env["XDG_STATE_HOME"])  # each host its own store
+        sessions[name] = fleet.session(name)
+        assert sessions[name].forge.pool
+    pool = sessions["host-a"].forge.pool
+    ref = f"refs/sluice/pause/{pool}/core"
+    start = fleet.clock.time()  # type: ignore[attr-defined]
+    push_record(fleet, ref, note_message("253402300799", cls=cls))
+    bound = adopt_horizon(cls)
+    calls: dict[str, list[float]] = {name: [] for name in sessions}
+    step = 300.0
+    while fleet.clock.time() < start + 3 * 3600:  # type: ignore[attr-defined]
+        for name, session in sessions.items():
+            fetch_and_adopt(session)
+            mark = fleet.gh.mark()
+            try:
+                session.forge.get("user")
+            except AllowanceSpent:
+                pass
+            if fleet.calls_by(name, since=mark):
+                calls[name].append(fleet.clock.time() - start)  # type: ignore[attr-defined]
+        fleet.clock.advance(step)  # type: ignore[attr-defined]
+    for name, at in calls.items():
+        assert at, f"{name} never called GitHub again"
+        # stopped for at most the bound (the first sample past it calls), and never stopped again
+        assert bound <= at[0] <= bound + step, (name, at[0], bound)
+        assert len(at) == math.ceil((3 * 3600 - at[0]) / step), (name, at)
+    assert git("ls-remote", fleet.hosts["host-a"].url, ref) == "", "the disproved note still stands"
+
+
+def test_an_answer_sent_after_a_primary_note_was_seen_outranks_it_and_the_note_goes(
+    fleet_factory, git_daemon: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host that heard GitHub say the allowance is not spent, after it first saw a note saying it
+    is, stops obeying the note and removes it by compare-and-swap (issue 33)."""
+    fleet = fleet_factory(("host-a", "host-b"), url=git_daemon)
+    monkeypatch.setenv("XDG_STATE_HOME", fleet.hosts["host-b"].env["XDG_STATE_HOME"])
+    b = fleet.session("host-b")
+    pool = b.forge.pool
+    ref = f"refs/sluice/pause/{pool}/core"
+    push_record(fleet, ref, note_message("253402300799", cls="primary"))
+    fetch_and_adopt(b)
+    assert b.store.pause_for(pool, "core") is not None
+    # an answer GitHub gave this host after it first saw the note, with the allowance not spent
+    # (a call already on its way when the note came): the host store heard it
+    fleet.clock.advance(120)  # type: ignore[attr-defined]
+    from git_sluice.forge.rules import RateHeaders
+
+    b.store.record_rate(pool, "core", RateHeaders(limit=5000, remaining=4321, used=679, reset=None,
+                                                   resource="core"), counted=True, cost=1)
+    fetch_and_adopt(b)
+    pause = b.store.pause_for(pool, "core")
+    assert pause is None or pause.until <= fleet.clock.time(), "the disproved note is still obeyed"  # type: ignore[attr-defined]
+    assert git("ls-remote", fleet.hosts["host-a"].url, ref) == "", "the disproved note still stands"
+    mark = fleet.gh.mark()
+    b.forge.get("user")
+    assert fleet.gh.requests(since=mark) == 1
+
+
+def test_an_answer_from_before_a_note_was_seen_does_not_outrank_it(
+    fleet_factory, git_daemon: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Evidence must be newer than the note: what a host heard before proves nothing (another host may
+    have spent the rest since), nor does a secondary note yield to the rate headers."""
+    fleet = fleet_factory(("host-a", "host-b"), url=git_daemon)
+    monkeypatch.setenv("XDG_STATE_HOME", fleet.hosts["host-b"].env["XDG_STATE_HOME"])
+    b = fleet.session("host-b")
+    pool = b.forge.pool
+    b.forge.get("user")  # heard: plenty left
+    for resource, cls in (("core", "primary"), ("search", "secondary")):
+        ref = f"refs/sluice/pause/{pool}/{resource}"
+        message = note_message(str(fleet.clock.time() + 600), cls=cls).replace("core", resource)  # type: ignore[attr-defined]
+        push_record(fleet, ref, message)
+    fleet.clock.advance(5)  # type: ignore[attr-defined]
+    fetch_and_adopt(b)
+    assert b.store.pause_for(pool, "core") is not None
+    from git_sluice.forge.rules import RateHeaders
+
+    fleet.clock.advance(120)  # type: ignore[attr-defined]
+    b.store.record_rate(pool, "search", RateHeaders(limit=30, remaining=29, used=1, reset=None,
+                                                    resource="search"), counted=True, cost=1)
+    fetch_and_adopt(b)
+    assert b.store.pause_for(pool, "core") is not None and b.store.pause_for(pool, "search") is not None

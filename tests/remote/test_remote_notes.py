@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from git_sluice.remote.git import RemoteRefused
-from git_sluice.remote.notes import PauseNote, PublishFailed, local_end, merge, pause_ref
+from git_sluice.remote.notes import EVIDENCE_MARGIN, PauseNote, PublishFailed, disproves, local_end, merge, pause_ref
 
 POOL = "p-3f9a1c"
 T0 = 1_800_000_000.0
@@ -297,3 +297,35 @@ def test_a_host_whose_clock_is_two_hours_behind_takes_a_minute_pause_as_a_minute
     assert notes.adopt_into(store) == 1
     (_, _, until, _, _), = store.calls
     assert clock.time() < until <= clock.time() + 60, until - clock.time()
+
+
+@given(
+    cls=st.sampled_from(["primary", "secondary", "unknown"]),
+    remaining=st.integers(0, 5000),
+    heard_after=st.floats(-3600, 3600),
+    first=st.one_of(st.none(), st.just(1_800_000_000.0)),
+)
+def test_only_an_answer_sent_after_a_primary_note_with_some_left_disproves_it(
+    cls: str, remaining: int, heard_after: float, first: float | None
+) -> None:
+    note = PauseNote("pool1", "core", 253402300799.0, cls, 1, "evil-host")
+    heard = (remaining, (first or 0.0) + heard_after)
+    verdict = disproves(note, heard, first)
+    assert verdict == (cls == "primary" and first is not None and remaining > 0 and heard_after > EVIDENCE_MARGIN)
+    assert not disproves(note, None, first)
+
+
+def test_a_probe_claim_rewrites_the_note_but_not_the_pause_it_announces() -> None:
+    note = PauseNote("pool1", "core", 1_800_000_600.0, "primary", 3, "host-a", lasting=600.0)
+    assert note.with_probe("host-b").identity == note.identity
+    later = PauseNote("pool1", "core", 1_800_000_900.0, "primary", 4, "host-a")
+    assert later.identity != note.identity
+
+
+def test_a_note_no_answer_can_confirm_is_bounded_by_a_quarter_hour_not_the_hour() -> None:
+    from git_sluice.forge.hoststore import ADOPT_HORIZON, adopt_horizon
+    from git_sluice.forge.rules import FALLBACK_CAP
+
+    assert adopt_horizon("primary") == ADOPT_HORIZON
+    for cls in ("secondary", "unknown", None):
+        assert FALLBACK_CAP <= adopt_horizon(cls) <= FALLBACK_CAP + 60 < ADOPT_HORIZON
