@@ -256,6 +256,7 @@ def decide(
     lease: float,
     last_renewed: float | None,
     defer: float = 0.0,
+    overwritten: bool = False,
 ) -> Decision:
     """Take, renew, take over, hold, defer or do nothing about one mark.
 
@@ -275,6 +276,9 @@ def decide(
       step, which never writes) takes a mark that this host has seen unchanged
       for the mark's whole lease (``observed_for``), garbage for this host's own
       lease; otherwise defer, naming the holder.
+    - garbage over a mark this host wrote less than a lease ago (``overwritten``):
+      no live holder writes garbage, so a driver or a wait takes its lease back
+      at once; a pusher re-pushing garbage costs the holder nothing (issue 33).
     """
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r} (one of {', '.join(ROLES)})")
@@ -287,6 +291,8 @@ def decide(
     record = mark.record
     if record is not None and record.holder == me:
         return _own_mark(role, record, now_mono=now_mono, lease=lease, last_renewed=last_renewed, defer=defer)
+    if record is None and overwritten and role != "step":
+        return Decision("take_over", "garbage over this host's live lease: taken back at once", write_role=role)
     holder = record.holder if record is not None else "an unknown holder (not a lease record)"
     mark_lease = judged_lease(record, lease)
     if role == "driver" and record is not None and record.role == "wait":

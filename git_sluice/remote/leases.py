@@ -166,7 +166,12 @@ class LeaseKeeper:
         for branch in branches:
             ref = lease_ref(branch)
             mark = self._mark(oids[ref])
-            observed_for = self.observations.observed_for(seen[ref])
+            observation, overwritten = seen[ref], False
+            if mark is not None and mark.garbage:  # aged by the churn, not the object (issue 33)
+                observation = self.observations.garbage_since(ref, mark.oid)
+                wrote = self.observations.last_written(ref)
+                overwritten = wrote is not None and now - wrote < self.lease
+            observed_for = self.observations.observed_for(observation)
             written = None
             if mark is not None and mark.record is not None and mark.record.holder == self.host:
                 written = self.observations.written_at(ref, mark.oid)
@@ -179,6 +184,7 @@ class LeaseKeeper:
                 lease=self.lease,
                 last_renewed=written,
                 defer=defer,
+                overwritten=overwritten,
             )
             view = lease_view(
                 branch=branch,

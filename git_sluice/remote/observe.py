@@ -35,6 +35,10 @@ from .lease import Observation
 
 FILE_NAME = "observed.json"
 _FORMAT = 1
+CHURN_MEMORY = 3600.0
+"""Garbage seen at a lease ref again within this long of the last garbage there continues one churn
+(issue 33): a pusher who re-pushes garbage, whatever its object, costs the fleet one lease, once."""
+_GARBAGE_NOTE_EVERY = 30.0
 
 
 class ObservationStore:
@@ -131,6 +135,54 @@ class ObservationStore:
                 return None
             self._save(data)
         return result
+
+    def garbage_since(self, ref: str, oid: str) -> Observation:
+        """Garbage stands at ``ref``: its observation from the first garbage of this churn (issue 33).
+
+        A lease ref is aged by its object id, so a pusher who re-pushes new
+        garbage every 50 s (each a new object) kept every host deferring to
+        "an unknown holder" for as long as they went on. Garbage never comes
+        from a live git-sluice holder of this version, so this host ages it by
+        the churn instead: from the first garbage it saw at the ref, as long as
+        garbage came back within :data:`CHURN_MEMORY` of the last (a lease
+        record in between included). The first lease of garbage is waited out;
+        the garbage after it is taken over at once.
+        """
+        now = self.clock.monotonic()
+        data = self._load()
+        entry = self._churn(data, ref, now)
+        if entry is None or now - entry[1] >= _GARBAGE_NOTE_EVERY:
+            with self._doc.locked():
+                data = self._load()
+                entry = self._churn(data, ref, now)
+                first = entry[0] if entry is not None else now
+                churns = data["garbage"] if isinstance(data.get("garbage"), dict) else {}
+                churns[ref] = {"first": first, "last": now, "boot_id": self.boot, "clock": self.clock_kind}
+                data["garbage"] = churns
+                self._save(data)
+            entry = (first, now)
+        return Observation(oid, entry[0], self.boot, self._confirmed(data, now))
+
+    def _churn(self, data: dict[str, Any], ref: str, now: float) -> tuple[float, float] | None:
+        """(first, last) garbage sighting of the churn at ``ref`` still going on, by this boot's clock."""
+        churns = data.get("garbage")
+        entry = churns.get(ref) if isinstance(churns, dict) else None
+        if not (isinstance(entry, dict) and entry.get("boot_id") == self.boot and entry.get("clock") == self.clock_kind
+                and all(isinstance(entry.get(k), (int, float)) for k in ("first", "last"))):
+            return None
+        first, last = float(entry["first"]), float(entry["last"])
+        if not first <= last <= now or now - last > CHURN_MEMORY:
+            return None
+        return first, last
+
+    def last_written(self, ref: str) -> float | None:
+        """When this host last began a push that wrote ``ref`` (monotonic, this boot), whatever
+        stands there now: a holder whose live mark a pusher overwrote takes it back (issue 33)."""
+        entry = self._load()["wrote"].get(ref)
+        if not (isinstance(entry, dict) and entry.get("boot_id") == self.boot and entry.get("clock") == self.clock_kind
+                and isinstance(entry.get("at"), (int, float)) and entry["at"] <= self.clock.monotonic()):
+            return None
+        return float(entry["at"])
 
     def observed_for(self, observation: Observation | None) -> float | None:
         """How long this host has *seen* the mark unchanged: from first sight to the start of

@@ -326,3 +326,20 @@ def test_view_of_other_and_garbage_marks() -> None:
     assert junk.garbage and junk.holder is None and junk.lease == LEASE and junk.live
     assert "garbage" in junk.describe()
     assert junk.with_note("x").note == "x" and junk.with_note("x").oid == junk.oid
+
+
+@pytest.mark.parametrize("role", ["driver", "wait", "step"])
+@pytest.mark.parametrize("observed_for", [None, 0.0, LEASE - 1, LEASE])
+def test_garbage_over_this_hosts_live_mark_is_taken_back_at_once_by_a_writer(role: str, observed_for) -> None:
+    """Issue 33: no live holder writes garbage; a writer whose own mark it replaced takes it back."""
+    garbage = Mark("c" * 40, None)
+    kept = decide(me=ME, role=role, mark=garbage, observed_for=observed_for, now_mono=NOW, lease=LEASE,
+                  last_renewed=None, overwritten=False)
+    back = decide(me=ME, role=role, mark=garbage, observed_for=observed_for, now_mono=NOW, lease=LEASE,
+                  last_renewed=None, overwritten=True)
+    if role == "step":
+        assert back == kept  # a step never writes
+    else:
+        assert back.action == "take_over" and back.write_role == role
+    lapsed = observed_for is not None and observed_for >= LEASE
+    assert kept.action == ("defer" if not lapsed else ("none" if role == "step" else "take_over"))

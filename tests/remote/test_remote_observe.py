@@ -194,3 +194,35 @@ def test_an_unchanged_mark_is_read_without_the_lock_and_a_new_one_under_it(tmp_p
     s.fetched(1010.0)
     assert taken == [FILE_NAME, FILE_NAME]
     assert store(tmp_path, clock).observe(REF, B).first_seen == 1010.0
+
+
+def test_garbage_ages_by_the_churn_not_by_its_object(tmp_path: Path) -> None:
+    """Issue 33: new garbage every 50 s is one churn; it ages from the first garbage, across a lease
+    record in between, until no garbage came for an hour (then a new churn starts)."""
+    from git_sluice.remote.observe import CHURN_MEMORY
+
+    clock = FakeClock(1000.0)
+    s = store(tmp_path, clock)
+    assert s.garbage_since(REF, A).first_seen == 1000.0
+    for _ in range(10):
+        clock.advance(50)
+        s.fetched(clock.monotonic())
+        seen = s.garbage_since(REF, f"{clock.monotonic():040.0f}"[-40:])
+        assert seen.first_seen == 1000.0 and s.observed_for(seen) == clock.monotonic() - 1000.0
+    s.observe(REF, B)  # a lease record in between does not end the churn
+    clock.advance(CHURN_MEMORY - 60)
+    assert s.garbage_since(REF, A).first_seen == 1000.0
+    clock.advance(CHURN_MEMORY + 1)  # quiet for an hour: the next garbage is a new churn
+    assert s.garbage_since(REF, A).first_seen == clock.monotonic()
+    assert store(tmp_path, clock, boot="boot-2").garbage_since(REF, A).first_seen == clock.monotonic()
+
+
+def test_the_last_write_at_a_ref_is_kept_whatever_stands_there_now(tmp_path: Path) -> None:
+    clock = FakeClock(1000.0)
+    s = store(tmp_path, clock)
+    assert s.last_written(REF) is None
+    s.wrote({REF: A}, at=1000.0)
+    clock.advance(20)
+    s.observe(REF, B)  # a pusher's object replaced it
+    assert s.last_written(REF) == 1000.0
+    assert store(tmp_path, clock, boot="boot-2").last_written(REF) is None
