@@ -228,10 +228,18 @@ class ForgeError(SluiceError):
 class ForgeUnavailable(ForgeError):
     """GitHub did not answer usefully at an address; it is not asked again until ``until``."""
 
-    def __init__(self, address: str, until: float, reason: str) -> None:
+    def __init__(self, address: str, until: float, reason: str, *, kind: str = "remembered",
+                 remembered: bool = True) -> None:
         self.address = address
         self.until = until
         self.reason = reason
+        self.kind = kind
+        """dns, tls, refused, timeout, dropped, connect, answer (a 5xx or unparsable body) or remembered."""
+        self.remembered = remembered
+        if not remembered:  # this machine's set-up (DNS, TLS trust): the next call tries again at once
+            super().__init__(f"GitHub unreachable for {address}: {reason} "
+                             "(not remembered as failing: the next call tries again)")
+            return
         super().__init__(
             f"GitHub unavailable for {address}: {reason}; not asked again before {local_time(until)} "
             "(git-sluice retries by itself then; if it keeps failing, check sluice.api and GitHub's status)"
