@@ -35,6 +35,7 @@ from ..errors import CredentialsRefused
 from ..errors import NoCredentials as NoCredentials
 from ..records import record
 from ..statefile import JsonDocument
+from .failures import describe
 from .tokencache import SharedTokens
 from .wire import transport_for
 
@@ -177,9 +178,11 @@ class UserPoolResolver:
             return str(ident) if ident is not None else None
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
             self._said, said = True, self._said
+            why = (describe(exc, httpx.URL(f"{self.api}/user"), env=os.environ).reason
+                   if isinstance(exc, httpx.HTTPError) else type(exc).__name__)
             (log.debug if said else log.warning)(
                 "GET /user failed (%s): this token's allowance is not known yet; "
-                "its calls obey every pause on %s until it is", type(exc).__name__, api_host(self.api),
+                "its calls obey every pause on %s until it is", why, api_host(self.api),
             )
             return None
 
@@ -291,7 +294,8 @@ class AppInstallation:
                     url, headers={"Authorization": f"Bearer {self.jwt()}", "Accept": "application/vnd.github+json"}
                 )
         except httpx.HTTPError as exc:
-            raise AppAuthError(f"could not reach {self.api} to mint an installation token ({type(exc).__name__})") from None
+            why = describe(exc, httpx.URL(url), env=os.environ).reason
+            raise AppAuthError(f"could not reach {self.api} to mint an installation token: {why}") from None
         if answer.status_code != 201:
             message = ""
             try:

@@ -106,7 +106,7 @@ def describe(exc: BaseException, url: httpx.URL, *, timeout: float | None = None
         if isinstance(cause, ssl.SSLCertVerificationError):
             return _certificate(cause, host, via)
         if isinstance(cause, ssl.SSLError):
-            return Failure("tls", f"the TLS handshake with {host}:{port}{via} failed ({cause.reason or cause}); "
+            return Failure("tls", f"the TLS handshake with {host}:{port}{via} failed ({getattr(cause, 'reason', None) or cause}); "
                                   "check that sluice.api's scheme and port are the server's https ones")
     if any(isinstance(cause, httpx.TimeoutException) for cause in chain):
         if any(isinstance(cause, httpx.ConnectTimeout) for cause in chain):
@@ -128,7 +128,7 @@ def describe(exc: BaseException, url: httpx.URL, *, timeout: float | None = None
 
 
 def _certificate(cause: ssl.SSLCertVerificationError, host: str, via: str) -> Failure:
-    said = cause.verify_message or cause.reason or str(cause)
+    said = cause.verify_message or getattr(cause, "reason", None) or str(cause)
     if cause.verify_code in _HOSTNAME_MISMATCH:
         return Failure("tls", f"TLS: the certificate of {host}{via} is not for that name ({said}); "
                               "use the name the certificate is for in sluice.api, or have the server's "
