@@ -22,6 +22,7 @@ because a shorter discovery interval spends calls no one needs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import subprocess
@@ -799,8 +800,12 @@ def derive_api(remote: str, urls: list[str], ssh_hostname: Callable[[str], str |
     return None
 
 
+@functools.lru_cache(maxsize=16)
 def _ssh_hostname(alias: str) -> str | None:
-    """The host ssh connects to for ``alias`` (``ssh -G``: reads ~/.ssh/config, opens no connection)."""
+    """The host ssh connects to for ``alias`` (``ssh -G``: reads ~/.ssh/config, opens no connection).
+
+    Once per process: the hook runner reads the settings three times a round.
+    """
     try:
         done = subprocess.run(["ssh", "-G", "--", alias], capture_output=True, text=True, timeout=5,
                               stdin=subprocess.DEVNULL)

@@ -106,3 +106,10 @@ def test_a_name_that_does_not_resolve_is_said_plainly(ghes: Ghes) -> None:
     done = ghes.run("api", "repos/acme/widgets", GIT_SLUICE_TEST_RESOLVE="")
     assert done.returncode != 0
     assert "the name ghe.invalid does not resolve" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_with_a_refused_key_doctor_still_looks_for_the_token_of_the_derived_host(ghes: Ghes) -> None:
+    git(ghes.work, "config", "sluice.discovery", "1s")  # refused: below the floor
+    done = ghes.run("doctor")
+    assert "fail  config sluice.discovery" in done.stdout, done.stdout
+    assert "ok    token: from GH_ENTERPRISE_TOKEN (not shown)" in done.stdout, done.stdout
