@@ -20,7 +20,7 @@ every message says what happened and what a person can do about it.
     │   ├── UnknownBranch           2  -b names a branch neither configured nor on the remote
     │   └── AlreadyDriving          2  a second driver in one clone
     ├── ForgeError                     GitHub could not give an answer to use
-    │   ├── ForgeUnavailable           the address failed; not asked again until ``until``
+    │   ├── ForgeUnavailable           the address failed; not asked again until ``until`` (DNS, TLS: told, not kept)
     │   ├── ForgeAnswered              GitHub answered with an error (404, 422, a permission 403)
     │   │   └── CredentialsRefused  2  401: the token or the App is not accepted (names where it came from)
     │   ├── AllowanceSpent          3  the allowance of (pool, resource) is spent until ``until``

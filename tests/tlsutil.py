@@ -68,6 +68,25 @@ class TestCA:
                                                serialization.NoEncryption()))
         return cert_file, key_file
 
+    def server_context_signed_by_itself(self, names: list[str]) -> ssl.SSLContext:
+        """The CA's own certificate, with ``names``, serving: self-signed."""
+        start, end = _valid()
+        alt = [x509.DNSName(n) for n in names]
+        cert = (
+            x509.CertificateBuilder().subject_name(_name(names[0])).issuer_name(_name(names[0]))
+            .public_key(self.key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(start).not_valid_after(end)
+            .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+            .sign(self.key, hashes.SHA256())
+        )
+        cert_file, key_file = self.folder / "self.pem", self.folder / "self.key"
+        cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        key_file.write_bytes(self.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                    serialization.NoEncryption()))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert_file, key_file)
+        return context
+
     def server_context(self, names: list[str]) -> ssl.SSLContext:
         cert_file, key_file = self.issue(names)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -93,3 +112,8 @@ def make_ca(folder: Path) -> TestCA:
     ca = TestCA(folder, key, cert)
     ca.pem.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return ca
+
+
+def self_signed_context(folder: Path, names: list[str]) -> ssl.SSLContext:
+    """A server context whose certificate signs itself (no CA at all): what a fresh appliance serves."""
+    return make_ca(folder).server_context_signed_by_itself(names)

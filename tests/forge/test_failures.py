@@ -26,7 +26,7 @@ from git_sluice.forge.failures import describe
 from git_sluice.forge.hoststore import HostStore
 from git_sluice.forge.kept import KeptAnswers, address_of
 from tests.forge.test_forge import FixedToken
-from tests.tlsutil import TestCA, make_ca
+from tests.tlsutil import TestCA, make_ca, self_signed_context
 
 
 def real_forge(tmp_path: Path, api: str, *, timeout: float = 10.0) -> Forge:
@@ -157,3 +157,11 @@ def test_through_a_proxy_the_proxy_is_named() -> None:
     except httpx.ConnectError as exc:
         failure = describe(exc, url, env={"https_proxy": "http://user:secret@proxy.corp:3128"})
     assert "the name proxy.corp (the proxy for ghe.corp" in failure.reason and "secret" not in failure.reason
+
+
+def test_a_self_signed_certificate_is_not_trusted_either(tmp_path: Path, double: GitHubDouble) -> None:
+    with serve(double, tls=self_signed_context(tmp_path / "appliance", ["localhost"])) as server:
+        failure = fails(tmp_path, f"https://localhost:{server.port}")
+    assert failure.kind == "tls" and not failure.remembered
+    assert "the certificate of localhost is not trusted (self-signed certificate)" in failure.reason
+    assert double.requests() == 0
