@@ -113,3 +113,11 @@ def test_with_a_refused_key_doctor_still_looks_for_the_token_of_the_derived_host
     done = ghes.run("doctor")
     assert "fail  config sluice.discovery" in done.stdout, done.stdout
     assert "ok    token: from GH_ENTERPRISE_TOKEN (not shown)" in done.stdout, done.stdout
+
+
+def test_doctor_names_the_host_that_does_not_resolve(ghes: Ghes) -> None:
+    git(ghes.work, "remote", "set-url", "origin", "https://ghe.invalid/acme/widgets.git")
+    git(ghes.work, "config", f"url.{ghes.work}/../widgets.git.insteadOf", "https://ghe.invalid/acme/widgets.git")
+    done = ghes.run("doctor", GIT_SLUICE_TEST_RESOLVE="")
+    line = next(line for line in done.stdout.splitlines() if line.startswith("fail  token access"))
+    assert "the name ghe.invalid does not resolve" in line and "When GitHub cannot be reached" in line, line

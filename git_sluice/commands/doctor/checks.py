@@ -242,7 +242,9 @@ def access_check(
             "nothing to do: doctor makes no call while the pool is paused; run it again after the pause",
         )
     if error is not None:
-        return Check(name, "fail", f"GitHub did not answer: {error}", "check sluice.api and this host's network")
+        return Check(name, "fail", f"GitHub did not answer: {error}",
+                     "do what the message says (docs/operations.md, \"When GitHub cannot be reached\"); "
+                     "doctor shows sluice.api and where it came from above")
     if status is None:
         return Check(name, "warn", "not checked (no token)")
     if status == 200:
