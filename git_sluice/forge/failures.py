@@ -90,7 +90,10 @@ def describe(exc: BaseException, url: httpx.URL, *, timeout: float | None = None
              env: Mapping[str, str] | None = None) -> Failure:
     """What ``exc``, raised calling ``url``, means (``timeout``: the call's, for the words; ``env``: for the proxy)."""
     host, port = _where(url)
-    proxy = proxies.proxy_for(str(url), env) if env is not None else None
+    try:
+        proxy = proxies.proxy_for(str(url), env) if env is not None else None
+    except Exception:  # a proxy setting it cannot use was told when the wire was built; here, only words
+        proxy = None
     if proxy is not None:
         proxied = httpx.URL(proxy)
         host, port = _where(proxied)
