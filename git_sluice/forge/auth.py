@@ -378,9 +378,10 @@ def web_host(api: str) -> str:
         port = parts.port
     except ValueError:
         port = None
+    shown = f"[{host}]" if ":" in host else host
     if port is not None and port != (443 if parts.scheme == "https" else 80):
-        return f"{host}:{port}"
-    return host
+        return f"{shown}:{port}"
+    return shown
 
 
 def token_variables(api: str) -> tuple[str, ...]:

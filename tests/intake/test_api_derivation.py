@@ -134,6 +134,7 @@ def test_tokens_go_only_to_the_host_they_belong_to() -> None:
     assert find_token("http://127.0.0.1:9/api/v3", {"GITHUB_ENTERPRISE_TOKEN": "e"}, run=never) == (
         "e", "GITHUB_ENTERPRISE_TOKEN")
     assert web_host("https://ghe.example.com:8443/api/v3") == "ghe.example.com:8443"
+    assert web_host("https://[2001:db8::1]:8443/api/v3") == "[2001:db8::1]:8443"
     assert web_host("https://api.octo.ghe.com") == "octo.ghe.com" and web_host(DEFAULT_API) == "github.com"
 
 
