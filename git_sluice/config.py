@@ -22,6 +22,7 @@ because a shorter discovery interval spends calls no one needs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import subprocess
@@ -212,6 +213,88 @@ def graphql_from_api(api: str) -> str:
     return base + "/graphql"
 
 
+GITHUB_HOST = "github.com"
+_HOST_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$")
+_SCP = re.compile(r"^(?:[^@/:]+@)?(?P<host>\[[^\]/]+\]|[^:/\[\]]+):(?P<path>.*)$")
+
+
+@record(frozen=True)
+class RemoteHost:
+    """The server a remote URL names: how git reaches it (``https``, ``http``, ``ssh``, ``git``), host, port."""
+
+    transport: str
+    host: str
+    port: int | None = None
+
+
+def remote_host(url: str) -> RemoteHost | None:
+    """The host a git remote URL names; None for a local path, ``file://`` or a name git would not reach.
+
+    https/http keep their port (the web server's is the API's); ssh's and
+    git's port is their daemon's, not the API's, so it is not kept.
+    """
+    text = url.strip()
+    if "://" in text:
+        try:
+            parts = urlsplit(text)
+            port = parts.port
+        except ValueError:
+            return None
+        scheme = parts.scheme.lower()
+        kinds = {"https": "https", "http": "http", "ssh": "ssh", "git+ssh": "ssh", "ssh+git": "ssh", "git": "git"}
+        if scheme not in kinds or not parts.hostname:
+            return None
+        host, transport = parts.hostname, kinds[scheme]
+        kept_port = port if transport in {"https", "http"} else None
+    else:
+        scp = _SCP.match(text)
+        if scp is None or len(scp.group("host")) < 2:  # "C:\\…" is a Windows path, not a host
+            return None
+        host, transport, kept_port = scp.group("host"), "ssh", None
+    host = host.strip("[]").rstrip(".").lower()
+    if not _HOST_NAME.match(host) and not _is_address(host):
+        return None
+    return RemoteHost(transport, host, kept_port)
+
+
+def _is_address(host: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def api_for_host(where: RemoteHost) -> tuple[str, str]:
+    """(REST base, GraphQL endpoint) of the GitHub that ``where`` is, as gh derives them.
+
+    github.com (and any of its subdomains, e.g. ``ssh.github.com``):
+    ``https://api.github.com``. GHE.com (``TENANT.ghe.com``):
+    ``https://api.TENANT.ghe.com``. Any other host is GitHub Enterprise
+    Server: ``https://HOST/api/v3`` and ``https://HOST/api/graphql``, with the
+    https remote's port; plain http only for a loopback host (a token never
+    crosses a network in clear text).
+    """
+    host = where.host
+    if host == GITHUB_HOST or host.endswith("." + GITHUB_HOST):
+        return DEFAULT_API, f"{DEFAULT_API}/graphql"
+    if host.endswith(".ghe.com"):
+        base = f"https://api.{host.removeprefix('api.')}"
+        return base, f"{base}/graphql"
+    scheme = "http" if where.transport == "http" and is_loopback_url(f"http://{_bracketed(host)}/") else "https"
+    port = where.port if where.transport == scheme else None
+    if port == (443 if scheme == "https" else 80):
+        port = None
+    origin = f"{scheme}://{_bracketed(host)}" + (f":{port}" if port is not None else "")
+    return f"{origin}/api/v3", f"{origin}/api/graphql"
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def _check_endpoint(key: str, raw: str) -> str:
     """An API URL git-sluice may send a token to: https, or http on loopback only."""
     shown = redact_url(raw)
@@ -242,7 +325,8 @@ def _git(repo_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
         raise SluiceError("git is not installed or not on PATH") from None
 
 
-_CONFIG_READ = ("config", "--show-origin", "--show-scope", "-z", "--get-regexp", r"^(sluice\..*|remote\..*\.url)$")
+_CONFIG_READ = ("config", "--show-origin", "--show-scope", "-z", "--get-regexp",
+                r"^(sluice\..*|remote\..*\.url|url\..*\.insteadof)$")
 _REFS_READ = ("for-each-ref", "--format=%(refname)%00%(symref)", "refs/remotes/")
 
 
@@ -253,8 +337,12 @@ def _start(repo_dir: Path, args: tuple[str, ...]) -> gitcli.Started:
         raise SluiceError("git is not installed or not on PATH") from None
 
 
-def _read_config(repo_dir: Path, started: gitcli.Started | None = None) -> tuple[dict[str, list[_Value]], dict[str, str]]:
-    """sluice.* values (in git's order) and every remote's URL, in one git call (``started``: already running)."""
+_Config = tuple[dict[str, list[_Value]], dict[str, str], bool]
+
+
+def _read_config(repo_dir: Path, started: gitcli.Started | None = None) -> _Config:
+    """sluice.* values (in git's order), every remote's URL, and whether any ``url.*.insteadOf`` rewrites
+    one, in one git call (``started``: already running)."""
     proc = (started or _start(repo_dir, _CONFIG_READ)).result()
     if proc.returncode not in (0, 1):
         message = proc.stderr.strip().splitlines()
@@ -265,6 +353,7 @@ def _read_config(repo_dir: Path, started: gitcli.Started | None = None) -> tuple
         )
     sluice: dict[str, list[_Value]] = {}
     remotes: dict[str, str] = {}
+    rewrites = False
     fields = proc.stdout.split("\0")
     for i in range(0, len(fields) - 2, 3):
         scope, origin, entry = fields[i], fields[i + 1], fields[i + 2]
@@ -279,7 +368,9 @@ def _read_config(repo_dir: Path, started: gitcli.Started | None = None) -> tuple
             sluice.setdefault(lowered, []).append(_Value(parsed, where))
         elif lowered.startswith("remote.") and lowered.endswith(".url"):
             remotes[key[len("remote.") : -len(".url")]] = parsed or ""
-    return sluice, remotes
+        elif lowered.startswith("url.") and lowered.endswith(".insteadof"):
+            rewrites = True
+    return sluice, remotes, rewrites
 
 
 def _remote_refs(repo_dir: Path, started: gitcli.Started | None = None) -> list[tuple[str, str]]:
@@ -397,7 +488,8 @@ def _last(values: dict[str, list[_Value]], key: str) -> _Value | None:
     return found[-1] if found else None
 
 
-_ReadOnce = dict[str, tuple[dict[str, list[_Value]], dict[str, str], list[tuple[str, str]]]]
+_Read = tuple[dict[str, list[_Value]], dict[str, str], bool, list[tuple[str, str]]]
+_ReadOnce = dict[str, _Read]
 _read_once: _ReadOnce | None = None
 
 
@@ -426,33 +518,32 @@ def _files_remote_refs(refs: RefFiles) -> list[tuple[str, str]]:
     return [(name, target or "") for name, target in refs.listing("refs/remotes/")]
 
 
-def _read_repository(root: Path, refs: RefFiles | None = None,
-                     ) -> tuple[dict[str, list[_Value]], dict[str, str], list[tuple[str, str]]]:
+def _read_repository(root: Path, refs: RefFiles | None = None) -> _Read:
     key = str(root)
     if _read_once is not None and key in _read_once:
-        values, remote_urls, remote_refs = _read_once[key]
-        return dict(values), dict(remote_urls), list(remote_refs)
+        values, remote_urls, rewrites, remote_refs = _read_once[key]
+        return dict(values), dict(remote_urls), rewrites, list(remote_refs)
     if refs is not None:  # the repository is found already: its remote-tracking refs cost no git (issue 15)
-        values, remote_urls = _read_config(root)
+        values, remote_urls, rewrites = _read_config(root)
         remote_refs = _files_remote_refs(refs)
     else:
         # the two gits run side by side (issue 15); their answers are read in this order
         config = _start(root, _CONFIG_READ)
         listing = _start(root, _REFS_READ)
         try:
-            values, remote_urls = _read_config(root, config)  # first: a broken config file is a config error
+            values, remote_urls, rewrites = _read_config(root, config)  # first: a broken config file is a config error
         finally:
             listing.result()  # reaped whatever the config said
         remote_refs = _remote_refs(root, listing)  # also proves this is a repository
     if _read_once is not None:
-        _read_once[key] = (dict(values), dict(remote_urls), list(remote_refs))
-    return values, remote_urls, remote_refs
+        _read_once[key] = (dict(values), dict(remote_urls), rewrites, list(remote_refs))
+    return values, remote_urls, rewrites, remote_refs
 
 
 def remote_url(repo_dir: Path | str, remote: str) -> str | None:
     """``remote.<remote>.url`` from the same read as the settings (inside :func:`read_once`, no git at all)."""
     try:
-        _, remote_urls, _ = _read_repository(Path(repo_dir))
+        _, remote_urls, _, _ = _read_repository(Path(repo_dir))
     except SluiceError:
         return None
     return remote_urls.get(remote)
@@ -474,7 +565,7 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True, refs: Ref
     errors are reported.
     """
     root = Path(repo_dir)
-    values, remote_urls, remote_refs = _read_repository(root, refs)
+    values, remote_urls, rewrites, remote_refs = _read_repository(root, refs)
     _single_valued(values)
     origins: _Origins = {}
     floor = _floor()
@@ -482,9 +573,10 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True, refs: Ref
     lease_floor = MIN_LEASE if floor == MIN_INTERVAL and not os.environ.get(TEST_MIN_DISCOVERY_ENV, "").strip() else floor
     discovery, lease = _choose_intervals(values, origins, floor, lease_floor)
     host = _choose_host(values, origins, _this_host)
-    repository = _choose_repository(values, origins, remote, remote_urls,
-                                    lambda: _remote_url(root, remote, remote_urls[remote]))
-    api, graphql = _choose_endpoints(values, origins)
+    rewritten = _once(lambda: _remote_url(root, remote, remote_urls[remote]) if rewrites else remote_urls[remote])
+    repository = _choose_repository(values, origins, remote, remote_urls, rewritten)
+    api, graphql = _choose_endpoints(values, origins, lambda: derive_api(
+        remote, [rewritten(), remote_urls[remote]], _ssh_hostname))
     given = _last(values, "sluice.enforce")
     enforce = True if given is None else _git_bool("sluice.enforce", given.value)
     _origin(origins, "sluice.enforce", "true" if enforce else "false", given)
@@ -647,15 +739,97 @@ def _choose_repository(values: dict[str, list[_Value]], origins: _Origins, remot
     return repository
 
 
-def _choose_endpoints(values: dict[str, list[_Value]], origins: _Origins) -> tuple[str, str]:
-    """``sluice.api`` and ``sluice.graphql`` (by default the GraphQL endpoint beside the API)."""
+def _choose_endpoints(values: dict[str, list[_Value]], origins: _Origins,
+                      derived: Callable[[], "DerivedAPI | None"]) -> tuple[str, str]:
+    """``sluice.api`` and ``sluice.graphql``: as configured, else derived from the remote's host, else github.com.
+
+    ``derived()`` (a ``git ls-remote --get-url`` and maybe an ``ssh -G``) is
+    asked only when ``sluice.api`` is unset. The GraphQL endpoint goes with
+    the API it was configured or derived beside.
+    """
     given = _last(values, "sluice.api")
-    api = DEFAULT_API if given is None else _check_endpoint("sluice.api", given.value or "")
-    _origin(origins, "sluice.api", api, given)
-    given = _last(values, "sluice.graphql")
-    graphql = graphql_from_api(api) if given is None else _check_endpoint("sluice.graphql", given.value or "")
-    _origin(origins, "sluice.graphql", graphql, given)
+    found = derived() if given is None else None
+    if given is not None:
+        api = _check_endpoint("sluice.api", given.value or "")
+        _origin(origins, "sluice.api", api, given)
+        beside = graphql_from_api(api)
+    elif found is not None:
+        api, beside = found.api, found.graphql
+        origins["sluice.api"] = (api, found.origin)
+    else:
+        api, beside = DEFAULT_API, graphql_from_api(DEFAULT_API)
+        _origin(origins, "sluice.api", api, None)
+    given_graphql = _last(values, "sluice.graphql")
+    graphql = beside if given_graphql is None else _check_endpoint("sluice.graphql", given_graphql.value or "")
+    if given_graphql is None and found is not None:
+        origins["sluice.graphql"] = (graphql, found.origin)
+    else:
+        _origin(origins, "sluice.graphql", graphql, given_graphql)
     return api, graphql
+
+
+@record(frozen=True)
+class DerivedAPI:
+    """The API a remote's host implies, and the words that say so (doctor, ``-v``)."""
+
+    api: str
+    graphql: str
+    host: str
+    origin: str
+
+
+def derive_api(remote: str, urls: list[str], ssh_hostname: Callable[[str], str | None]) -> DerivedAPI | None:
+    """The API of the first of ``urls`` (git's view after ``insteadOf`` first, then as written) that names a host.
+
+    An ssh host may be an alias of ``~/.ssh/config`` (``git@work:o/r`` with
+    ``Host work`` / ``HostName github.com``): ``ssh_hostname`` says the name
+    ssh connects to, as gh asks ``ssh -G``; None leaves the name as written.
+    """
+    for url in urls:
+        where = remote_host(url)
+        if where is None:
+            continue
+        named = where.host
+        if where.transport == "ssh" and named != GITHUB_HOST and not named.endswith("." + GITHUB_HOST):
+            real = remote_host(f"ssh://{_bracketed(ssh_hostname(named) or named)}/")
+            if real is not None and real.host != named:
+                where = RemoteHost("ssh", real.host)
+                named = f"{named} (ssh: {real.host})"
+        api, graphql = api_for_host(where)
+        return DerivedAPI(api, graphql, where.host, f"derived from remote {remote}'s host {named}")
+    return None
+
+
+@functools.lru_cache(maxsize=16)
+def _ssh_hostname(alias: str) -> str | None:
+    """The host ssh connects to for ``alias`` (``ssh -G``: reads ~/.ssh/config, opens no connection).
+
+    Once per process: the hook runner reads the settings three times a round.
+    """
+    try:
+        done = subprocess.run(["ssh", "-G", "--", alias], capture_output=True, text=True, timeout=5,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        if key.lower() == "hostname" and value.strip():
+            return value.strip()
+    return None
+
+
+def _once(get: Callable[[], str]) -> Callable[[], str]:
+    """``get``, asked at most once (the rewritten remote URL names the repository and the API alike)."""
+    kept: list[str] = []
+
+    def once() -> str:
+        if not kept:
+            kept.append(get())
+        return kept[0]
+
+    return once
 
 
 def _app_settings(root: Path, values: dict[str, list[_Value]]) -> tuple[str | None, str | None, str | None]:

@@ -20,7 +20,7 @@ every message says what happened and what a person can do about it.
     │   ├── UnknownBranch           2  -b names a branch neither configured nor on the remote
     │   └── AlreadyDriving          2  a second driver in one clone
     ├── ForgeError                     GitHub could not give an answer to use
-    │   ├── ForgeUnavailable           the address failed; not asked again until ``until``
+    │   ├── ForgeUnavailable           the address failed; not asked again until ``until`` (DNS, TLS: told, not kept)
     │   ├── ForgeAnswered              GitHub answered with an error (404, 422, a permission 403)
     │   │   └── CredentialsRefused  2  401: the token or the App is not accepted (names where it came from)
     │   ├── AllowanceSpent          3  the allowance of (pool, resource) is spent until ``until``
@@ -228,10 +228,18 @@ class ForgeError(SluiceError):
 class ForgeUnavailable(ForgeError):
     """GitHub did not answer usefully at an address; it is not asked again until ``until``."""
 
-    def __init__(self, address: str, until: float, reason: str) -> None:
+    def __init__(self, address: str, until: float, reason: str, *, kind: str = "remembered",
+                 remembered: bool = True) -> None:
         self.address = address
         self.until = until
         self.reason = reason
+        self.kind = kind
+        """dns, tls, refused, timeout, dropped, connect, answer (a 5xx or unparsable body) or remembered."""
+        self.remembered = remembered
+        if not remembered:  # this machine's set-up (DNS, TLS trust): the next call tries again at once
+            super().__init__(f"GitHub unreachable for {address}: {reason} "
+                             "(not remembered as failing: the next call tries again)")
+            return
         super().__init__(
             f"GitHub unavailable for {address}: {reason}; not asked again before {local_time(until)} "
             "(git-sluice retries by itself then; if it keeps failing, check sluice.api and GitHub's status)"

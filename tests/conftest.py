@@ -25,7 +25,12 @@ _LEAKY = (
     "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
     "GH_TOKEN",
     "GITHUB_TOKEN",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
     "GH_HOST",
+    # a trust store of the host's must not decide the tests' TLS (tests/tlsutil.py makes their own CA)
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",

@@ -182,7 +182,7 @@ def test_the_documented_defaults_are_the_codes_defaults() -> None:
     assert default_of("sluice.remote") == f"`{config.DEFAULT_REMOTE}`"
     assert default_of("sluice.discovery") == f"`{int(config.DEFAULT_DISCOVERY)}s`"
     assert default_of("sluice.lease") == f"`{int(config.DEFAULT_LEASE) // 60}m`"
-    assert default_of("sluice.api") == f"`{config.DEFAULT_API}`"
+    assert "from the remote's host" in default_of("sluice.api") and f"`{config.DEFAULT_API}`" in default_of("sluice.api")
     assert default_of("sluice.enforce") == "`true`"
     assert f"at least `{int(config.MIN_INTERVAL)}s`" in section
 
@@ -244,7 +244,9 @@ def test_every_git_sluice_variable_is_in_the_reference() -> None:
             used |= set(re.findall(r"\b(GIT_SLUICE_[A-Z0-9_]+)\b", path.read_text(encoding="utf-8", errors="replace")))
     missing = sorted(used - documented)
     assert not missing, f"docs/reference.md 'Environment' lacks {missing}"
-    for name in (TEST_CLOCK_ENV, TEST_MIN_DISCOVERY_ENV):
+    from git_sluice.forge.wire import TEST_RESOLVE_ENV
+
+    for name in (TEST_CLOCK_ENV, TEST_MIN_DISCOVERY_ENV, TEST_RESOLVE_ENV):
         row = next(line for line in section.splitlines() if line.startswith(f"| `{name}`"))
         assert "Test-only" in row, f"{name} must be marked test-only"
 

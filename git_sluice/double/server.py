@@ -9,6 +9,8 @@ connection are all real). Paths under ``/_double/`` are the control API
 from __future__ import annotations
 
 import json
+import socket
+import ssl
 import threading
 import time
 import traceback
@@ -32,6 +34,13 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: "_Server"
 
+    def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(10)  # a client that never finishes its handshake holds only its own thread
+            self.request.do_handshake()
+            self.request.settimeout(None)
+        super().setup()
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib's name
         """Quiet: the ledger is the double's log."""
 
@@ -50,7 +59,8 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = control.dispatch(self.server.gh, self.command, control_path, split.query, body)
             self._write(status, [("Content-Type", "application/json")], json.dumps(payload).encode())
             return
-        path, base, outside = api_path(self.server.gh.enterprise, split.path or "/", f"http://{host}")
+        scheme = "https" if self.server.tls is not None else "http"
+        path, base, outside = api_path(self.server.gh.enterprise, split.path or "/", f"{scheme}://{host}")
         request = Request(
             method=self.command,
             path=path,
@@ -111,10 +121,26 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, gh: "GitHubDouble", address: tuple[str, int]) -> None:
+    def __init__(self, gh: "GitHubDouble", address: tuple[str, int], tls: ssl.SSLContext | None = None) -> None:
         super().__init__(address, _Handler)
         self.gh = gh
+        self.tls = tls
         self.stopping = threading.Event()
+
+    def get_request(self) -> tuple[socket.socket, object]:
+        """With ``tls``, each connection is wrapped; its handshake runs in its own thread (``_Handler.setup``)."""
+        conn, address = super().get_request()
+        if self.tls is None:
+            return conn, address
+        return self.tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False), address
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that refused the certificate, or hung up, is a test's point, not the double's error."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ssl.SSLError, ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
 
     def sleep(self, seconds: float, released: threading.Event) -> None:
         """A hang fault's real wait, cut short when the fault is cleared or the server stops."""
@@ -127,11 +153,18 @@ class _Server(ThreadingHTTPServer):
 
 
 class DoubleServer:
-    """A served double; use as a context manager or call :meth:`close`."""
+    """A served double; use as a context manager or call :meth:`close`.
 
-    def __init__(self, gh: "GitHubDouble", host: str = "127.0.0.1", port: int = 0) -> None:
+    ``tls``: a server-side context (its certificate loaded) to serve https
+    instead of http — for tests of certificate trust and of an Enterprise
+    Server reached by its own name (docs/double.md, "Over TLS").
+    """
+
+    def __init__(self, gh: "GitHubDouble", host: str = "127.0.0.1", port: int = 0,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.gh = gh
-        self._server = _Server(gh, (host, port))
+        self.tls = tls
+        self._server = _Server(gh, (host, port), tls)
         self.host, self.port = self._server.server_address[:2]
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="github-double", daemon=True
@@ -140,7 +173,7 @@ class DoubleServer:
 
     @property
     def origin(self) -> str:
-        return f"http://{self.host!s}:{self.port}"
+        return f"{'https' if self.tls is not None else 'http'}://{self.host!s}:{self.port}"
 
     @property
     def url(self) -> str:
@@ -169,6 +202,7 @@ class DoubleServer:
         self.close()
 
 
-def serve(gh: "GitHubDouble", host: str = "127.0.0.1", port: int = 0) -> DoubleServer:
-    """Serve ``gh`` on a free loopback port in a background thread (already running on return)."""
-    return DoubleServer(gh, host, port)
+def serve(gh: "GitHubDouble", host: str = "127.0.0.1", port: int = 0,
+          tls: ssl.SSLContext | None = None) -> DoubleServer:
+    """Serve ``gh`` on a free loopback port in a background thread (already running on return); https with ``tls``."""
+    return DoubleServer(gh, host, port, tls)

@@ -35,6 +35,7 @@ from ..errors import CredentialsRefused
 from ..errors import NoCredentials as NoCredentials
 from ..records import record
 from ..statefile import JsonDocument
+from .failures import describe
 from .tokencache import SharedTokens
 from .wire import transport_for
 
@@ -177,9 +178,11 @@ class UserPoolResolver:
             return str(ident) if ident is not None else None
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
             self._said, said = True, self._said
+            why = (describe(exc, httpx.URL(f"{self.api}/user"), env=os.environ).reason
+                   if isinstance(exc, httpx.HTTPError) else type(exc).__name__)
             (log.debug if said else log.warning)(
                 "GET /user failed (%s): this token's allowance is not known yet; "
-                "its calls obey every pause on %s until it is", type(exc).__name__, api_host(self.api),
+                "its calls obey every pause on %s until it is", why, api_host(self.api),
             )
             return None
 
@@ -291,7 +294,8 @@ class AppInstallation:
                     url, headers={"Authorization": f"Bearer {self.jwt()}", "Accept": "application/vnd.github+json"}
                 )
         except httpx.HTTPError as exc:
-            raise AppAuthError(f"could not reach {self.api} to mint an installation token ({type(exc).__name__})") from None
+            why = describe(exc, httpx.URL(url), env=os.environ).reason
+            raise AppAuthError(f"could not reach {self.api} to mint an installation token: {why}") from None
         if answer.status_code != 201:
             message = ""
             try:
@@ -343,7 +347,7 @@ def _gh_auth_token(host: str, run: Runner) -> str | None:
     if not shutil.which("gh"):
         return None
     args = ["gh", "auth", "token"]
-    if host not in ("github.com", "api.github.com"):
+    if host != "github.com":
         args += ["--hostname", host]
     try:
         done = run(args, capture_output=True, text=True, timeout=10)
@@ -353,27 +357,92 @@ def _gh_auth_token(host: str, run: Runner) -> str | None:
     return token if done.returncode == 0 and token else None
 
 
+GITHUB_VARIABLES = ("GH_TOKEN", "GITHUB_TOKEN")
+ENTERPRISE_VARIABLES = ("GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN")
+
+
+def web_host(api: str) -> str:
+    """The host people sign in to for this API (gh's ``--hostname``, git's credential host).
+
+    ``api.github.com`` is github.com's, ``api.TENANT.ghe.com`` is
+    ``TENANT.ghe.com``'s; an Enterprise Server's API is on its own host
+    (``HOST/api/v3``), with its port when not 443, as git names it.
+    """
+    parts = urlsplit(api)
+    host = (parts.hostname or api).lower()
+    if host == "api.github.com":
+        return "github.com"
+    if host.startswith("api.") and host.endswith(".ghe.com"):
+        return host[len("api."):]
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    shown = f"[{host}]" if ":" in host else host
+    if port is not None and port != (443 if parts.scheme == "https" else 80):
+        return f"{shown}:{port}"
+    return shown
+
+
+def token_variables(api: str) -> tuple[str, ...]:
+    """The environment variables a token for ``api`` is read from, in order, as gh reads them.
+
+    ``GH_TOKEN``/``GITHUB_TOKEN`` are github.com's (and GHE.com's); an
+    Enterprise Server's token is ``GH_ENTERPRISE_TOKEN``/``GITHUB_ENTERPRISE_TOKEN``,
+    so a github.com token in the environment never goes to an Enterprise host,
+    nor the other way round. A loopback API (the GitHub double, a local
+    stand-in) takes either: its token never leaves the machine.
+    """
+    from .origins import is_loopback_host
+
+    host = api_host(api)
+    if host in ("github.com", "api.github.com") or host.endswith(".ghe.com"):
+        return GITHUB_VARIABLES
+    if is_loopback_host(host):
+        return GITHUB_VARIABLES + ENTERPRISE_VARIABLES
+    return ENTERPRISE_VARIABLES
+
+
 def find_token(api: str, env: Mapping[str, str] | None = None, run: Runner = subprocess.run) -> tuple[str, str] | None:
     """(token, where it came from), first found; never logs or prints the token.
 
-    ``run`` runs ``gh`` only; git runs through gitcli, as every git does (its one environment scrub).
+    The environment's variables for this host (:func:`token_variables`), then
+    ``git credential fill`` and ``gh auth token`` for the host people sign in
+    to (:func:`web_host`): a token is only ever looked up for, and sent to,
+    the API host configured or derived. ``run`` runs ``gh`` only; git runs
+    through gitcli, as every git does (its one environment scrub).
     """
     env = os.environ if env is None else env
-    for name in ("GH_TOKEN", "GITHUB_TOKEN"):
+    for name in token_variables(api):
         value = env.get(name, "").strip()
         if value:
             return value, name
-    host = api_host(api)
-    hosts = [host] + (["github.com"] if host == "api.github.com" else [])
+    host = web_host(api)
+    hosts = ["api.github.com", "github.com"] if host == "github.com" else [host]
     for candidate in hosts:
         token = _credential_fill(candidate)
         if token:
             return token, f"git credential ({candidate})"
-    web_host = "github.com" if host == "api.github.com" else host
-    token = _gh_auth_token(web_host, run)
+    token = _gh_auth_token(host, run)
     if token:
         return token, "gh auth token"
     return None
+
+
+def no_token_advice(api: str, env: Mapping[str, str] | None = None) -> str:
+    """What to do when no token is found for ``api``: the variables for its host, and any set for another."""
+    env = os.environ if env is None else env
+    wanted = token_variables(api)
+    host = web_host(api)
+    ignored = [name for name in GITHUB_VARIABLES + ENTERPRISE_VARIABLES
+               if name not in wanted and env.get(name, "").strip()]
+    also = ""
+    if ignored:
+        meant = "github.com" if ignored[0] in GITHUB_VARIABLES else "GitHub Enterprise Server"
+        also = f" ({', '.join(ignored)} is set, but is {meant}'s token, as in gh: it is not sent to {host})"
+    return (f"set {' or '.join(wanted)}{also}, store one with `git credential approve` for {host}, "
+            f"log in with `gh auth login --hostname {host}`, "
+            "or configure a GitHub App (sluice.appId, sluice.appKeyFile, sluice.installation)")
 
 
 def credentials_from_settings(
@@ -396,11 +465,7 @@ def credentials_from_settings(
         )
     found = find_token(api)
     if found is None:
-        raise NoCredentials(
-            "no GitHub token found: set GH_TOKEN or GITHUB_TOKEN, store one with "
-            f"`git credential approve` for {api_host(api)}, log in with `gh auth login`, "
-            "or configure a GitHub App (sluice.appId, sluice.appKeyFile, sluice.installation)"
-        )
+        raise NoCredentials(f"no GitHub token found for {web_host(api)}: " + no_token_advice(api))
     token, source = found
     return StaticToken(value=token, source=source, api=api,
                        resolver=UserPoolResolver(api, state_dir, transport=transport, source=source))

@@ -4,13 +4,21 @@ A 5xx, a timeout, a refused connection or an unparsable body is remembered
 in the address's kept meta (60 s, doubling while it keeps failing, at most
 15 min); until then a call is refused before it takes a permit, so a broken
 endpoint costs GitHub one call per window, not one per caller.
+
+A failure of this machine's set-up — a name that does not resolve, a
+certificate it does not trust — is told (failures.py names the host and what
+to do) but never remembered: no request reached GitHub, and a remembered one
+would repeat the old failure after the person fixed their DNS or trust store.
 """
 
 from __future__ import annotations
 
+import os
+
 import httpx
 
 from ..errors import ForgeUnavailable
+from .failures import Failure, describe
 from .road import AnswerFailed, KeptLayer, call_of, meta_of
 
 
@@ -23,24 +31,22 @@ class FailureMemory(KeptLayer):
         try:
             return self.inner.handle_request(request)
         except AnswerFailed as exc:
-            reason = exc.reason
+            failure = Failure("answer", exc.reason)
         except httpx.HTTPError as exc:
-            reason = transport_reason(exc)
+            failure = transport_failure(exc, request)
         self.stats.failures += 1
         now = self.clock.time()
-        meta = self.kept.fail(meta, reason, now)
-        raise ForgeUnavailable(address, meta.fail_until or now, reason) from None
+        if failure.local:  # this machine's set-up: told, never remembered (failures.py)
+            raise ForgeUnavailable(address, now, failure.reason, kind=failure.kind, remembered=False) from None
+        meta = self.kept.fail(meta, failure.reason, now)
+        raise ForgeUnavailable(address, meta.fail_until or now, failure.reason, kind=failure.kind) from None
 
     def close(self) -> None:
         self.inner.close()
 
 
-def transport_reason(exc: httpx.HTTPError) -> str:
-    """A failure in words a person reads in a log line."""
-    if isinstance(exc, httpx.TimeoutException):
-        return "timed out"
-    if isinstance(exc, httpx.ConnectError):
-        return "connection refused"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return "connection dropped"
-    return type(exc).__name__
+def transport_failure(exc: httpx.HTTPError, request: httpx.Request) -> Failure:
+    """A transport failure in words a person reads: the host, what went wrong, what to do."""
+    timeouts = request.extensions.get("timeout")
+    timeout = timeouts.get("read") if isinstance(timeouts, dict) else None
+    return describe(exc, request.url, timeout=timeout if isinstance(timeout, (int, float)) else None, env=os.environ)

@@ -19,14 +19,19 @@ to every other process of the clone.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
+import httpcore
 import httpx
 
 from ..clock import Clock
-from ..errors import CallTimedOut, ForeignURL
+from ..errors import CallTimedOut, ForeignURL, SluiceError
 from . import origins, proxies
 from .road import Waits, call_of
+
+if TYPE_CHECKING:
+    import ssl
 
 
 class Authorize(httpx.BaseTransport):
@@ -100,25 +105,28 @@ class Deadline(httpx.BaseTransport):
 
 
 def transport_for(endpoints: tuple[str, ...], env: Mapping[str, str] | None = None) -> httpx.BaseTransport:
-    """The wire to GitHub: httpx's transport, through the environment's proxy, its CA store loaded only for https.
+    """The wire to GitHub: httpx's transport, through the environment's proxy, the system's CAs loaded only for https.
 
     httpx honours ``https_proxy`` and its kin only in a client that builds its
     own transport; git-sluice builds this one, so it reads them itself
     (:mod:`.proxies`, curl's rules) and routes each endpoint's origin to its
-    proxy or direct. Loading the default CA store costs ~10 ms of every
-    process's start-up (issue 15). Every call goes to one of ``endpoints``
+    proxy or direct. Certificates are checked against the system's trust
+    store (:func:`trusted_context`), so a company CA the machine trusts is
+    trusted here too. Loading a CA store costs milliseconds of every process's
+    start-up (issue 15); every call goes to one of ``endpoints``
     (:class:`Authorize` refuses any other origin), so when none of them is
     https no TLS is ever spoken to GitHub; the context given then trusts no
     certificate at all, so a TLS connection, were one ever tried, fails closed.
     """
     env = os.environ if env is None else env
     tls = any(endpoint.lower().startswith("https:") for endpoint in endpoints)
+    pins = resolve_pins(env.get(TEST_RESOLVE_ENV, ""))
     built: dict[str | None, httpx.BaseTransport] = {}
     routes: dict[origins.Origin, httpx.BaseTransport] = {}
     for endpoint in endpoints:
         proxy = proxies.proxy_for(endpoint, env)
         if proxy not in built:
-            built[proxy] = _transport(tls, proxy)
+            built[proxy] = _transport(tls, proxy, pins)
         where = origins.split(endpoint)
         if where is not None:
             routes[where[0]] = built[proxy]
@@ -127,12 +135,83 @@ def transport_for(endpoints: tuple[str, ...], env: Mapping[str, str] | None = No
     return ByOrigin(routes)
 
 
-def _transport(tls: bool, proxy: str | None) -> httpx.HTTPTransport:
-    if tls:
-        return httpx.HTTPTransport(proxy=proxy)
+def trusted_context() -> ssl.SSLContext:
+    """A TLS context that trusts what this system trusts (the ``truststore`` library).
+
+    On macOS and Windows the operating system's own store and verifier; on
+    Linux OpenSSL's default locations — the distribution's bundle
+    (``update-ca-certificates``), or ``SSL_CERT_FILE``/``SSL_CERT_DIR`` when
+    set, which replace it. httpx's own default is certifi's bundle, which a
+    GitHub Enterprise Server behind a company CA is never in.
+    """
     import ssl
 
-    return httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), proxy=proxy)
+    import truststore
+
+    return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def _transport(tls: bool, proxy: str | None, pins: Mapping[tuple[str, int], tuple[str, int]]) -> httpx.HTTPTransport:
+    import ssl
+
+    verify = trusted_context() if tls else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    transport = httpx.HTTPTransport(verify=verify, proxy=proxy)
+    if pins:
+        pool = getattr(transport, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if backend is None:
+            raise SluiceError(f"{TEST_RESOLVE_ENV} is set, but this httpx keeps no network backend to pin")
+        pool._network_backend = _Pinned(backend, pins)  # type: ignore[union-attr]
+    return transport
+
+
+TEST_RESOLVE_ENV = "GIT_SLUICE_TEST_RESOLVE"
+"""**Test-only.** ``HOST:PORT=127.0.0.1:PORT[,…]``: connections to HOST:PORT go to that loopback address.
+
+Like curl's ``--resolve``: the URL, the Host header, TLS's server name and
+the certificate check are all HOST's, only the TCP connection goes to the
+loopback port. So a test proves that a clone whose remote is
+``https://ghe.example.com/…`` talks to ``https://ghe.example.com/api/v3`` —
+the derived address, unchanged, with its token — against the GitHub double
+served over TLS on this machine. Only loopback targets are accepted: it can
+never send a connection off the machine."""
+
+
+def resolve_pins(text: str) -> dict[tuple[str, int], tuple[str, int]]:
+    """``GIT_SLUICE_TEST_RESOLVE``'s value as {(host, port): (loopback address, port)}; refuses anything else."""
+    pins: dict[tuple[str, int], tuple[str, int]] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        source, _, target = item.partition("=")
+        try:
+            host, port = source.rsplit(":", 1)
+            address, to_port = target.rsplit(":", 1)
+            pin = (host.strip("[]").lower(), int(port)), (address.strip("[]"), int(to_port))
+        except ValueError:
+            raise SluiceError(f"{TEST_RESOLVE_ENV}={text!r}: expected HOST:PORT=127.0.0.1:PORT[,…] (test-only)") from None
+        if not origins.is_loopback_host(pin[1][0]):
+            raise SluiceError(f"{TEST_RESOLVE_ENV}: {target!r} is not a loopback address (test-only; loopback only)")
+        pins[pin[0]] = pin[1]
+    return pins
+
+
+class _Pinned(httpcore.NetworkBackend):
+    """httpcore's sockets, with the pinned (host, port)s connected to their loopback targets."""
+
+    def __init__(self, inner: httpcore.NetworkBackend, pins: Mapping[tuple[str, int], tuple[str, int]]) -> None:
+        self.inner = inner
+        self.pins = pins
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        host, port = self.pins.get((host.strip("[]").lower(), port), (host, port))
+        return self.inner.connect_tcp(host, port, timeout, local_address, socket_options)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        return self.inner.connect_unix_socket(path, timeout, socket_options)
+
+    def sleep(self, seconds: float) -> None:
+        self.inner.sleep(seconds)
 
 
 class ByOrigin(httpx.BaseTransport):

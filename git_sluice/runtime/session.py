@@ -200,6 +200,9 @@ def open_session(
         clock=clock,
         transport=transport,
     )
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("GitHub API %s (%s), GraphQL %s; token from %s", settings.api,
+                  settings.origins.get("sluice.api", ("", "default"))[1], settings.graphql, credentials.source)
     own_store = store is None
     store = store or HostStore(clock=clock)
     remote = RemoteGit(repo, settings.remote, clock=clock, pools=lambda: own_pools(credentials, repo.sluice_dir))

@@ -144,7 +144,7 @@ class Relay:
             return self._count(shapes.unavailable(str(exc), retry=None, now=self.clock.time(), status=504),
                                "error", None)
         except ForgeUnavailable as exc:
-            until = getattr(exc, "until", None)
+            until = getattr(exc, "until", None) if exc.remembered else None  # a set-up failure: no retry time
             return self._count(shapes.unavailable(str(exc), retry=until if isinstance(until, float) else None,
                                                   now=self.clock.time()), "error", None)
         except Interrupted as exc:

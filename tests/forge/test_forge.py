@@ -93,7 +93,7 @@ def test_an_answer_trickling_in_fails_as_timed_out_at_the_whole_call_deadline(tm
                api="https://api.github.com", graphql="https://api.github.com/graphql") as f:
         with pytest.raises(ForgeUnavailable) as caught:
             f.get("repos/o/r")
-        assert caught.value.reason == "timed out"
+        assert caught.value.kind == "timeout" and caught.value.reason.startswith("timed out")
         assert clock.time() - start <= f.timeout + 5
 
 
@@ -138,7 +138,7 @@ def test_a_real_socket_trickling_bytes_is_cut_at_the_whole_call_deadline(tmp_pat
         stop.set()
         f.close()
         server.close()
-    assert caught.value.reason == "timed out"
+    assert caught.value.kind == "timeout" and caught.value.reason.startswith("timed out")
     assert time.monotonic() - started < 5  # the body alone would have taken 40 s
 
 

@@ -119,12 +119,16 @@ def test_failure_memory_asks_a_failing_address_once_per_window(kept: KeptAnswers
 
 def test_failure_memory_names_transport_failures(kept: KeptAnswers, clock: FakeClock) -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("refused", request=request)
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except ConnectionRefusedError as exc:
+            raise httpx.ConnectError("refused", request=request) from exc
 
     layer = FailureMemory(Recorder(refuse).transport, kept, clock, Stats())
     with pytest.raises(ForgeUnavailable) as caught:
         layer.handle_request(request())
-    assert caught.value.reason == "connection refused"
+    assert caught.value.kind == "refused" and caught.value.remembered
+    assert caught.value.reason.startswith("connection refused by api.example.test:443")
     assert isinstance(caught.value, ForgeError)  # one family a caller can catch
 
 
@@ -507,6 +511,8 @@ def test_the_wire_loads_the_certificate_store_only_for_an_https_endpoint() -> No
     """Issue 15: a plain-http endpoint (a double, an in-house proxy) never pays for the CA store; TLS fails closed."""
     import ssl
 
+    import truststore
+
     from git_sluice.forge.wire import transport_for
 
     plain = transport_for(("http://127.0.0.1:1/api", "http://127.0.0.1:1/graphql"))
@@ -516,4 +522,5 @@ def test_the_wire_loads_the_certificate_store_only_for_an_https_endpoint() -> No
     for endpoints in (("https://api.github.com", "https://api.github.com/graphql"),
                       ("http://127.0.0.1:1/api", "HTTPS://ghe.example/api/graphql")):
         tls = transport_for(endpoints)._pool._ssl_context  # type: ignore[attr-defined]
-        assert tls.cert_store_stats()["x509_ca"] > 0 and tls.verify_mode == ssl.CERT_REQUIRED
+        # the system's trust store, through truststore (issue 31): a company CA the machine trusts counts
+        assert isinstance(tls, truststore.SSLContext) and tls.verify_mode == ssl.CERT_REQUIRED

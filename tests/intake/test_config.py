@@ -201,7 +201,9 @@ def test_defaults(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert (settings.app_id, settings.app_key_file, settings.installation) == (None, None, None)
     assert settings.enforce is True
     assert set(settings.origins) == set(KNOWN_KEYS)
-    assert all(origin == "default" for _, origin in settings.origins.values())
+    derived = "derived from remote origin's host github.com"
+    assert {key: origin for key, (_, origin) in settings.origins.items() if origin != "default"} == {
+        "sluice.api": derived, "sluice.graphql": derived}
     assert settings.origins["sluice.discovery"] == ("60s", "default")
 
 

@@ -210,14 +210,15 @@ def token_check(source: str | None, api: str, *, error: str | None = None) -> Ch
     if error is not None:
         return Check("token", "fail", error, "fix the credentials named above, then run git sluice doctor again")
     if source is None:
-        from ...forge.auth import api_host
+        from ...forge.auth import no_token_advice, token_variables, web_host
 
+        looked = ", ".join(token_variables(api))
         return Check(
             "token",
             "fail",
-            "none found (looked at GH_TOKEN, GITHUB_TOKEN, git credential, gh auth token, GitHub App settings)",
-            f"set GH_TOKEN or GITHUB_TOKEN, store one with `git credential approve` for {api_host(api)}, "
-            "run `gh auth login`, or configure a GitHub App (sluice.appId, sluice.appKeyFile, sluice.installation)",
+            f"none found for {web_host(api)} (looked at {looked}, git credential, gh auth token, "
+            "GitHub App settings)",
+            no_token_advice(api),
         )
     return Check("token", "ok", f"from {source} (not shown)")
 
@@ -241,7 +242,9 @@ def access_check(
             "nothing to do: doctor makes no call while the pool is paused; run it again after the pause",
         )
     if error is not None:
-        return Check(name, "fail", f"GitHub did not answer: {error}", "check sluice.api and this host's network")
+        return Check(name, "fail", f"GitHub did not answer: {error}",
+                     "do what the message says (docs/operations.md, \"When GitHub cannot be reached\"); "
+                     "doctor shows sluice.api and where it came from above")
     if status is None:
         return Check(name, "warn", "not checked (no token)")
     if status == 200:

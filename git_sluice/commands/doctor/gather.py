@@ -298,7 +298,7 @@ def _token_without_settings(repo: Repo, secrets: list[str]) -> list[Check]:
     """The configuration is refused: still say whether (and where) a token is found."""
     from ...forge.auth import find_token
 
-    api = repo.config_get("sluice.api") or DEFAULT_API
+    api = repo.config_get("sluice.api") or _derived_api(repo) or DEFAULT_API
     found = find_token(api)
     if found is not None:
         secrets.append(found[0])
@@ -311,6 +311,16 @@ def _token_without_settings(repo: Repo, secrets: list[str]) -> list[Check]:
             "fix the failed config key, then run git sluice doctor again",
         ),
     ]
+
+
+def _derived_api(repo: Repo) -> str | None:
+    """The API the remote's host implies, when the configuration is refused (best effort: no ssh alias lookup)."""
+    from ...config import derive_api, remote_url
+
+    remote = repo.config_get("sluice.remote") or "origin"
+    url = remote_url(root_of(repo), remote)
+    found = derive_api(remote, [url], lambda _alias: None) if url else None
+    return found.api if found is not None else None
 
 
 def _no_session(exc: SluiceError, settings: Settings) -> list[Check]:
