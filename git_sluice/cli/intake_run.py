@@ -33,6 +33,26 @@ def setup_logging(verbose: bool = False) -> None:
         each.setLevel(level)
     if root.level == logging.NOTSET or root.level > level:
         root.setLevel(level)
+    if verbose:
+        _say_calls_at_exit()
+
+
+def _say_calls_at_exit() -> None:
+    """``-v``'s last line: every call the command sent to GitHub, the side calls and the watch's too."""
+    import atexit
+    import logging
+
+    from ..forge import tally
+
+    began = tally.snapshot()
+
+    def said() -> None:
+        calls = tally.snapshot().minus(began)
+        logging.getLogger("git_sluice").debug("this command: %s", calls.summary())
+
+    if not getattr(_say_calls_at_exit, "registered", False):
+        _say_calls_at_exit.registered = True  # type: ignore[attr-defined]
+        atexit.register(said)
 
 
 def run_intake(branches: Sequence[str], wait: bool, timeout: float | None, as_json: bool, verbose: bool,
@@ -43,7 +63,10 @@ def run_intake(branches: Sequence[str], wait: bool, timeout: float | None, as_js
     from ..runtime.stopper import Stopper
     from ..countdown import Countdown
 
+    from ..forge import tally
+
     setup_logging(verbose)
+    began = tally.snapshot()
     stopper = Stopper()  # SIGINT / SIGTERM end a wait within a second (exit 130), never a traceback
     stopper.install()
 
@@ -56,7 +79,9 @@ def run_intake(branches: Sequence[str], wait: bool, timeout: float | None, as_js
     if as_json:
         from .views import json_text
 
-        echo(json_text({"rounds": [r.to_json() for r in reports]}))
+        # every call the command caused — a token's GET /user, an App's mint, the host watch's
+        # query — beside the rounds' own (issue 31)
+        echo(json_text({"rounds": [r.to_json() for r in reports], "calls": tally.snapshot().minus(began).to_json()}))
     else:
         for report in reports:
             echo(report.summary())

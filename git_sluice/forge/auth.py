@@ -35,6 +35,7 @@ from ..errors import CredentialsRefused
 from ..errors import NoCredentials as NoCredentials
 from ..records import record
 from ..statefile import JsonDocument
+from . import tally
 from .failures import describe
 from .tokencache import SharedTokens
 from .wire import transport_for
@@ -165,6 +166,8 @@ class UserPoolResolver:
                     f"{self.api}/user",
                     headers={"Authorization": f"token {token}", "Accept": "application/vnd.github+json"},
                 )
+            # GitHub counts it like any REST call (a 5xx it does not): the command's report says so
+            tally.note("GET user", status=answer.status_code, counted=answer.status_code < 500, cost=1, graphql=False)
             if answer.status_code == 401:
                 return _REFUSED
             if answer.status_code != 200:
@@ -293,6 +296,8 @@ class AppInstallation:
                 answer = client.post(
                     url, headers={"Authorization": f"Bearer {self.jwt()}", "Accept": "application/vnd.github+json"}
                 )
+            # on the App's own (JWT) allowance, not the installation's: reached GitHub, not counted here
+            tally.note("POST access_tokens", status=answer.status_code, counted=False, cost=0, graphql=False)
         except httpx.HTTPError as exc:
             why = describe(exc, httpx.URL(url), env=os.environ).reason
             raise AppAuthError(f"could not reach {self.api} to mint an installation token: {why}") from None

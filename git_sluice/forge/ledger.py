@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from ..clock import Clock, parse_rfc3339
-from . import rules
+from . import rules, tally
 from .hoststore import HostStore, Permit
 from .road import COST, COUNTED, PERMIT, VERDICT, Stats, call_of
 
@@ -41,6 +41,8 @@ class Ledger(httpx.BaseTransport):
             # GitHub's API speaks JSON; an HTML "unicorn" page or a cut body is a failure
             verdict = replace(verdict, kind="failure", reason=f"unparsable answer body ({status})")
         counted, cost = cost_of(status, verdict, body, path)
+        tally.note(tally.kind_of(method, path), status=status, counted=counted, cost=cost,
+                   graphql=verdict.resource == "graphql")
         permit = request.extensions.get(PERMIT)
         if isinstance(permit, Permit):
             rate = rules.parse_rate_headers(headers)
