@@ -147,6 +147,30 @@ def test_a_stop_during_get_user_before_the_pool_is_known_ends_at_once(tmp_path: 
         assert host.run("api", "user").returncode == 0
 
 
+def test_a_stop_during_an_apps_token_exchange_ends_at_once(tmp_path: Path) -> None:
+    """The App's own call (minting an installation token, its own 15 s timeout) is given up too."""
+    from git_sluice.forge.tokencache import SharedTokens
+    from tests.test_credentials_cli import _app
+
+    with cli_world(tmp_path) as world:
+        key_file = _app(world, tmp_path)
+        host = world.host("host-a", token=None, **{"sluice.appId": "7", "sluice.appKeyFile": str(key_file),
+                                                   "sluice.installation": "42"})
+        try:
+            mark = world.gh.mark()
+            world.gh.fault("hang", path="/access_tokens$", times=1, seconds=120)
+            proc = host.popen("api", "repos/o/r")
+            _on_the_wire(world.gh, proc, mark, "/access_tokens$")
+            took, err = _stopped(proc, signal.SIGINT)
+            assert "Traceback" not in err, err
+            assert proc.returncode == 130 and took <= BOUND, (took, err)
+            world.gh.clear_faults()
+            done = host.run("api", "repos/o/r")
+            assert done.returncode == 0, done.stderr
+        finally:
+            SharedTokens(host.state / "git-sluice").stop()
+
+
 def _child_of(pid: int) -> int:
     """The one child process of ``pid`` (git's ``git-sluice``), read from /proc."""
     deadline = time.monotonic() + 30
