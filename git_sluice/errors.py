@@ -44,6 +44,7 @@ every message says what happened and what a person can do about it.
     │   └── GitFailed                  a local git command failed
     ├── TimedOut                    4  a ``wait`` reached no outcome in time
     └── Interrupted               130  the process was asked to stop during a call
+        └── CallCancelled         130  … with a call on the wire: its answer not waited for, nothing held against GitHub
 
 Every exception class of the product (outside the GitHub double) is defined
 here, so one ``except SluiceError`` sees them all; the modules that raise one
@@ -369,6 +370,21 @@ class Interrupted(SluiceError):
     """Asked to stop (SIGTERM, Ctrl-C) while a call waited; nothing more was sent."""
 
     exit_code = 130
+
+
+class CallCancelled(Interrupted):
+    """Asked to stop (SIGTERM, Ctrl-C) while a call was on the wire: its answer is not waited for.
+
+    The call was sent, so GitHub may have counted it; what it would have said is
+    unknown, and the user, not GitHub, ended it. So nothing is held against
+    GitHub for it: failure memory does not remember the address, no pause
+    opens, and its permit goes back *cut short* (a probe's turn passes to the
+    next caller; a ramp's cohort does not count it as clean).
+    """
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        super().__init__(f"stopped during a call to GitHub ({address}): its answer was not waited for")
 
 
 # ------------------------------------------------------------------------ the remote

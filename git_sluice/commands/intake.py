@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from ..errors import SluiceError
+from ..errors import Interrupted, SluiceError
 from ..runtime.rounds import branch_refspecs, intake_for
 from ..runtime.session import Session, fetch_and_adopt
 from ..runtime.watching import publish_surveys
@@ -60,6 +60,8 @@ def run_rounds(
             try:
                 intake.ticker(branch)
                 offered = True
+            except Interrupted:
+                raise
             except SluiceError as exc:
                 log.warning("the host watch could not take the new heads' baselines (%s)", exc)
     if offered:  # as a driver does after its rounds: what this host took in, for the hosts that mirror it

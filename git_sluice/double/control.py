@@ -4,7 +4,7 @@ For a stand-alone double in another process (the benchmark, ``git sluice
 demo``, a shell), the Python methods are mirrored one for one: ``POST
 /_double/open_pr {"repo": "o/r", "head_ref": "feat"}`` calls
 ``gh.open_pr(repo="o/r", head_ref="feat")`` and answers ``{"result": 1}``.
-Reading: ``GET /_double/ledger?since=N``, ``writes``, ``counted``, ``requests``,
+Reading: ``GET /_double/ledger?since=N``, ``writes``, ``counted``, ``requests``, ``on_the_wire``,
 ``remaining``, ``pr``, ``faults``, ``knobs``, ``clock``. Control calls are
 never counted and never in the ledger.
 """
@@ -120,6 +120,8 @@ def _read(gh: "GitHubDouble", name: str, params: dict[str, Any]) -> tuple[int, A
         return 200, {"result": gh.counted(params.get("pool"), params.get("resource"), params.get("since"))}
     if name == "requests":
         return 200, {"result": gh.requests(**params)}
+    if name == "on_the_wire":
+        return 200, {"result": [_jsonable(a) for a in gh.on_the_wire(**params)]}
     if name == "remaining":
         return 200, {"result": gh.remaining(params["pool"], params["resource"])}
     if name == "pr":

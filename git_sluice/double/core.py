@@ -16,7 +16,7 @@ from typing import Any
 
 from ..clock import Clock, SystemClock
 from .faults import Faults
-from .ledger import Call, Ledger, busiest_minute
+from .ledger import Arrival, Call, Ledger, busiest_minute
 from .limits import CONTENT_PER_HOUR, CONTENT_PER_MINUTE, ContentLimits, Limits, Secondary, secondary_points
 from .model import (
     CHECK_CONCLUSIONS,
@@ -512,6 +512,19 @@ class GitHubDouble:
             return answered
         waiting = {k: v for k, v in filters.items() if k != "status"}
         return answered + len(self._ledger.pending(since, **waiting))
+
+    def on_the_wire(
+        self, since: int | None = None, pool: str | None = None, resource: str | None = None,
+        method: str | None = None, path: str | None = None,
+    ) -> list[Arrival]:
+        """The calls a hang fault holds right now (arrived, not answered), oldest first.
+
+        What a test that stops a client mid-call needs: which call is on the wire
+        (its ``path`` with the query, as ``calls()`` would list it once answered).
+        Same filters as ``calls()`` but ``status``.
+        """
+        held = self._ledger.pending(since, pool=pool, resource=resource, method=method, path=path)
+        return sorted(held, key=lambda a: a.ticket)
 
     def busiest_minute(
         self, since: int | None = None, pool: str | None = None, resource: str | None = None

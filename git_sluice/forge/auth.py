@@ -38,7 +38,7 @@ from ..statefile import JsonDocument
 from . import tally
 from .failures import describe
 from .tokencache import SharedTokens
-from .wire import transport_for
+from .wire import abandonable, transport_for
 
 log = logging.getLogger("git_sluice")
 
@@ -118,9 +118,10 @@ class UserPoolResolver:
     """Learns a token's user id once (``GET /user``) and remembers it under the token's hash."""
 
     def __init__(self, api: str, state_dir: Path, *, transport: httpx.BaseTransport | None = None,
-                 source: str | None = None) -> None:
+                 source: str | None = None, cancel: threading.Event | None = None) -> None:
         self.api = api.rstrip("/")
         self.source = source
+        self.cancel = cancel  # the command's stop flag: a stop gives the call up (wire.abandonable)
         self.path = state_dir / "pools.json"
         self._doc = JsonDocument(self.path, what="token pools file")
         self.transport = transport
@@ -160,12 +161,15 @@ class UserPoolResolver:
 
     def _ask_user(self, token: str) -> str | None:
         """The user id, None when not learnable now, ``_REFUSED`` when GitHub refuses the token itself."""
-        try:
+        def ask() -> httpx.Response:
             with httpx.Client(transport=self.transport or transport_for((self.api,)), timeout=10.0) as client:
-                answer = client.get(
+                return client.get(
                     f"{self.api}/user",
                     headers={"Authorization": f"token {token}", "Accept": "application/vnd.github+json"},
                 )
+
+        try:
+            answer = abandonable(ask, self.cancel, f"GET {self.api}/user")
             # GitHub counts it like any REST call (a 5xx it does not): the command's report says so
             tally.note("GET user", status=answer.status_code, counted=answer.status_code < 500, cost=1, graphql=False)
             if answer.status_code == 401:
@@ -219,9 +223,11 @@ class AppInstallation:
         clock: Clock,
         transport: httpx.BaseTransport | None = None,
         shared: SharedTokens | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         self.api = api.rstrip("/")
         self.shared = shared
+        self.cancel = cancel  # the command's stop flag: a stop gives the exchange up (wire.abandonable)
         self.minted = 0  # tokens this process minted (tests, -v)
         self.app_id = app_id
         self.key_file = key_file
@@ -291,11 +297,14 @@ class AppInstallation:
 
     def _mint(self) -> None:
         url = f"{self.api}/app/installations/{self.installation}/access_tokens"
-        try:
+        jwt = self.jwt()
+
+        def exchange() -> httpx.Response:
             with httpx.Client(transport=self.transport or transport_for((self.api,)), timeout=15.0) as client:
-                answer = client.post(
-                    url, headers={"Authorization": f"Bearer {self.jwt()}", "Accept": "application/vnd.github+json"}
-                )
+                return client.post(url, headers={"Authorization": f"Bearer {jwt}", "Accept": "application/vnd.github+json"})
+
+        try:
+            answer = abandonable(exchange, self.cancel, f"POST {url}")
             # on the App's own (JWT) allowance, not the installation's: reached GitHub, not counted here
             tally.note("POST access_tokens", status=answer.status_code, counted=False, cost=0, graphql=False)
         except httpx.HTTPError as exc:
@@ -459,18 +468,22 @@ def credentials_from_settings(
     state_dir: Path,
     clock: Clock,
     transport: httpx.BaseTransport | None = None,
+    cancel: threading.Event | None = None,
 ) -> Credentials:
-    """The credentials the settings call for; raises NoCredentials with what to do."""
+    """The credentials the settings call for; raises NoCredentials with what to do.
+
+    ``cancel``: the command's stop flag; their own calls to GitHub are given up when it is set.
+    """
     if app_id:
         if not app_key_file or not installation:
             raise NoCredentials("sluice.appId is set: also set sluice.appKeyFile and sluice.installation")
         return AppInstallation(
             api=api, app_id=app_id, key_file=app_key_file, installation=installation, clock=clock, transport=transport,
-            shared=SharedTokens(state_dir),
+            shared=SharedTokens(state_dir), cancel=cancel,
         )
     found = find_token(api)
     if found is None:
         raise NoCredentials(f"no GitHub token found for {web_host(api)}: " + no_token_advice(api))
     token, source = found
     return StaticToken(value=token, source=source, api=api,
-                       resolver=UserPoolResolver(api, state_dir, transport=transport, source=source))
+                       resolver=UserPoolResolver(api, state_dir, transport=transport, source=source, cancel=cancel))

@@ -70,7 +70,10 @@ LEDGER_KEEP = 2 * 86400
 NOTE_FLUSH_AFTER = 2.0
 """Real seconds a process keeps noted rate headers and counted calls before it writes them (issue 15)."""
 
-OutcomeKind = Literal["ok", "throttle", "spent", "failure", "not_attempted"]
+OutcomeKind = Literal["ok", "throttle", "spent", "failure", "not_attempted", "cut_short"]
+"""``cut_short``: sent, then given up by a stop (SIGINT / SIGTERM) before its answer. For the gate it
+told nothing, as a call not attempted (a probe's turn passes on, a cohort does not count it clean);
+it is counted apart, since it did reach GitHub."""
 _T = TypeVar("_T")
 
 _SCHEMA = """
@@ -593,8 +596,8 @@ class HostStore:
                 now = self.clock.time()
                 state = self._load_live(conn, permit.pool, permit.resource, now)
                 finished = self._finished(state, permit, outcome, now)
-                if outcome.kind == "not_attempted":
-                    self._count(conn, permit.pool, permit.resource, "not_attempted")
+                if outcome.kind in ("not_attempted", "cut_short"):
+                    self._count(conn, permit.pool, permit.resource, outcome.kind)
                 effect = gate.finish(state, permit.id, now, finished, epoch=permit.epoch)
                 if effect == "paused" and not permit.enforce:
                     state.observe_only = True
@@ -613,7 +616,8 @@ class HostStore:
                 return gate.spent(until, how)
             cls = outcome.verdict.cls if outcome.verdict is not None and outcome.verdict.cls else "unknown"
             return gate.throttled(until, cls, how)
-        return {"ok": gate.OK, "failure": gate.FAILURE, "not_attempted": gate.NOT_ATTEMPTED}[outcome.kind]
+        return {"ok": gate.OK, "failure": gate.FAILURE, "not_attempted": gate.NOT_ATTEMPTED,
+                "cut_short": gate.NOT_ATTEMPTED}[outcome.kind]
 
     def adopt(
         self,

@@ -29,7 +29,7 @@ from collections.abc import Callable
 import httpx
 
 from ..clock import Clock
-from ..errors import AllowanceSpent, CallTimedOut, Interrupted, SluiceError
+from ..errors import AllowanceSpent, CallCancelled, CallTimedOut, Interrupted, SluiceError
 from . import rules
 from .hoststore import HostStore, Outcome, OutcomeKind, PauseView, Permit, Wait
 from .road import PERMIT, VERDICT, AnswerFailed, Stats, Waits, call_of
@@ -130,7 +130,10 @@ class Admission:
             return self._kept.get((permit.pool, permit.resource)) == permit
 
     def finish(self, permit: Permit, outcome: Outcome) -> PauseView | None:
-        """Hand one call's permit back. A kept permit's ``ok`` or ``failure`` changes no gate: no write."""
+        """Hand one call's permit back. A kept permit's ``ok`` or ``failure`` changes no gate: no write.
+
+        A call cut short by a stop hands its permit back (the process is leaving) and is counted as such.
+        """
         if self.is_kept(permit):
             if outcome.kind in ("ok", "failure"):
                 return None
@@ -164,7 +167,7 @@ class HostGate(httpx.BaseTransport):
             try:
                 response = self.inner.handle_request(request)
             except Exception as exc:
-                self.admission.finish(permit, Outcome("failure" if _was_sent(exc) else "not_attempted"))
+                self.admission.finish(permit, Outcome(_outcome_of(exc)))
                 raise
             verdict: rules.Verdict = response.extensions[VERDICT]
             pause = self._finish(permit, verdict)
@@ -200,6 +203,13 @@ class HostGate(httpx.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def _outcome_of(exc: Exception) -> OutcomeKind:
+    """How a call that raised ends for the gate: cut short by a stop, failed on the wire, or never sent."""
+    if isinstance(exc, CallCancelled):
+        return "cut_short"  # the user ended it, not GitHub: it told the gate nothing
+    return "failure" if _was_sent(exc) else "not_attempted"
 
 
 def _was_sent(exc: Exception) -> bool:

@@ -14,19 +14,27 @@ fails as timed out (failure memory takes it from there); a call cut short by
 its caller's nearer deadline is ``CallTimedOut`` (exit 4) and leaves the
 address's record alone — one impatient caller must not make GitHub look down
 to every other process of the clone.
+
+A call on the wire is *abandonable* (:func:`abandonable`): with a cancel event
+(the command's stop flag, SIGINT / SIGTERM) it runs on a thread of its own and
+the caller waits for its end or the stop, whichever comes first. A stop raises
+``CallCancelled`` at once — a user's Ctrl-C does not wait out GitHub's silence,
+and failure memory and the host's gate, which take it for what it is, hold
+nothing against GitHub for a call the user cut short.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpcore
 import httpx
 
 from ..clock import Clock
-from ..errors import CallTimedOut, ForeignURL, SluiceError
+from ..errors import CallCancelled, CallTimedOut, ForeignURL, Interrupted, SluiceError
 from . import origins, proxies
 from .road import Waits, call_of
 
@@ -49,6 +57,47 @@ class Authorize(httpx.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
+
+
+T = TypeVar("T")
+
+CANCEL_POLL = 0.05
+"""Real seconds between two looks at the stop flag while a call is on the wire (a stop is seen that soon)."""
+
+
+def abandonable(work: Callable[[], T], cancel: threading.Event | None, address: str) -> T:
+    """``work()`` (a call on the wire), given up at once when ``cancel`` is set: ``CallCancelled``.
+
+    The call runs on a daemon thread and the caller waits for either its end
+    or the stop; a stopped caller leaves it to finish (or time out) on its
+    own, its answer unread — the process is on its way out. Without a cancel
+    event the call runs here, as it always did (no thread).
+    """
+    if cancel is None:
+        return work()
+    if cancel.is_set():
+        raise Interrupted("stopped before calling GitHub; nothing more was sent")
+    done = threading.Event()
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # handed to the caller, as if raised there
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="git-sluice-call", daemon=True).start()
+    while not done.wait(CANCEL_POLL):
+        if cancel.is_set():
+            raise CallCancelled(address)
+    if failure:
+        if isinstance(failure[0], Interrupted) and not isinstance(failure[0], CallCancelled):
+            raise CallCancelled(address) from None  # the call saw the stop itself (between chunks)
+        raise failure[0]
+    return outcome[0]
 
 
 MIN_ANSWER_TIME = 5.0
@@ -77,17 +126,21 @@ class Deadline(httpx.BaseTransport):
         end = self.clock.monotonic() + left
         request.extensions = {**request.extensions, "timeout": dict.fromkeys(("connect", "read", "write", "pool"), left)}
         try:
-            response = self.inner.handle_request(request)
-            stream = response.stream
-            assert isinstance(stream, httpx.SyncByteStream)
-            try:
-                body = b"".join(self._chunks(stream, request, end))
-            finally:
-                stream.close()
+            return abandonable(lambda: self._send(request, end), self.waits.cancel, call.address)
         except httpx.TimeoutException:
             if callers:  # the caller's own deadline, not GitHub, ran out: nothing to remember against the address
                 raise CallTimedOut(call.address, sent=True) from None
             raise
+
+    def _send(self, request: httpx.Request, end: float) -> httpx.Response:
+        """The call and its whole answer, read against ``end``."""
+        response = self.inner.handle_request(request)
+        stream = response.stream
+        assert isinstance(stream, httpx.SyncByteStream)
+        try:
+            body = b"".join(self._chunks(stream, request, end))
+        finally:
+            stream.close()
         response.stream = httpx.ByteStream(body)
         return response
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..clock import Clock, rfc3339
-from ..errors import AllowanceSpent, LeaseLapsed, SluiceError
+from ..errors import AllowanceSpent, Interrupted, LeaseLapsed, SluiceError
 from ..forge.client import Forge
 from ..remote.lease import LeaseView
 from ..statefile import file_lock, held
@@ -184,7 +184,7 @@ class Intake:
         log.debug("%s: asking GitHub: %s (the host watch first, if it is due)", branch, decision.why)
         try:
             watch = self.ticker(branch)
-        except AllowanceSpent:
+        except (AllowanceSpent, Interrupted):  # a pause, or a stop: the round's own business, not the watch's
             raise
         except SluiceError as exc:  # the watch is an optimisation: the round asks for itself
             log.warning("the host watch could not tick for %s (%s): the round asks for itself", branch, exc)

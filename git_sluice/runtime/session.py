@@ -185,7 +185,8 @@ def open_session(
 ) -> Session:
     """Everything one command needs; raises ConfigError / NoCredentials before any call.
 
-    ``cancel``, once set (a SIGTERM handler's job), ends the forge's waits with ``Interrupted``.
+    ``cancel``, once set (a SIGTERM handler's job), ends the forge's waits with ``Interrupted`` and gives
+    up a call on the wire with ``CallCancelled`` (the credentials' own calls included).
     """
     clock = clock or default_clock()
     repo = Repo.discover(path)
@@ -199,6 +200,7 @@ def open_session(
         state_dir=state_dir,
         clock=clock,
         transport=transport,
+        cancel=cancel,
     )
     if log.isEnabledFor(logging.DEBUG):
         log.debug("GitHub API %s (%s), GraphQL %s; token from %s", settings.api,
@@ -346,6 +348,7 @@ def reread_credentials(session: Session) -> None:
             installation=session.settings.installation,
             state_dir=host_state_dir(),
             clock=session.clock,
+            cancel=session.forge.waits.cancel,
         )
     except Exception as exc:
         log.warning("could not read the credentials again: %s", exc)

@@ -63,7 +63,8 @@ class Relay:
         self.metrics = metrics or Metrics(session.store)
         self._forges: OrderedDict[str, Forge] = OrderedDict()
         self._lock = threading.Lock()
-        self._resolver = UserPoolResolver(session.settings.api, state_dir, source=CALLER_SOURCE)
+        self._resolver = UserPoolResolver(session.settings.api, state_dir, source=CALLER_SOURCE,
+                                          cancel=session.forge.waits.cancel)
 
     def close(self) -> None:
         with self._lock:

@@ -547,3 +547,42 @@ def test_a_call_sent_with_a_moment_left_on_its_deadline_still_gets_its_answer(
     answer = session.forge.get(PULLS, deadline=github.clock.time() + 0.001)
     assert answer.status == 200
     assert github.gh.requests(since=mark) == 1
+
+
+def test_a_call_on_the_wire_cut_short_by_a_stop_ends_at_once_and_is_held_against_no_one(
+    clone: Path, github: ServedDouble
+) -> None:
+    """Issue 33: a stop with a call on the wire (GitHub holding its answer) waited out the call's 30 s
+    and was then remembered as GitHub's failure. Now it ends within the wire's poll, and the next caller
+    asks the same address at once: no failure remembered, no pause, the permit counted cut short."""
+    from git_sluice.errors import CallCancelled
+
+    gh = github.gh
+    with open_session(clone, clock=github.clock, need_branches=False) as session:
+        pool = primed(session).forge.pool
+    gh.fault("hang", path="pulls", seconds=60)
+    cancel, stopped = threading.Event(), []
+    mark = gh.mark()
+
+    def stop_once_on_the_wire() -> None:
+        bound = time.monotonic() + 30
+        while gh.requests(since=mark, path="pulls") == 0 and time.monotonic() < bound:
+            time.sleep(0.01)
+        stopped.append(time.monotonic())
+        cancel.set()  # as the SIGTERM handler does
+
+    threading.Thread(target=stop_once_on_the_wire, daemon=True).start()
+    with open_session(clone, clock=github.clock, need_branches=False, cancel=cancel) as session:
+        with pytest.raises(CallCancelled) as caught:
+            session.forge.get(PULLS)
+        ended = time.monotonic()
+    gh.clear_faults()
+    assert ended - stopped[0] < 1.0
+    assert caught.value.exit_code == 130 and "Traceback" not in str(caught.value)
+    with open_session(clone, clock=github.clock, need_branches=False) as session:
+        meta = session.forge.kept.meta(address_of("GET", session.forge.url_for(PULLS)))
+        assert meta.fail_until is None and meta.fail_reason is None
+        assert session.forge.get(PULLS).status == 200  # asked at once: failure memory holds nothing
+        assert session.store.pause_for(pool, "core") is None
+        assert session.store.counters()[(pool, "core")] == {"cut_short": 1}
+    assert gh.requests(since=mark, path="pulls") == 2  # the one cut short, and the next one

@@ -141,6 +141,28 @@ def test_probe_ramp_and_close_in_one_process(store: HostStore, clock: FakeClock)
     assert granted(store.acquire(POOL, "core")).kind == "normal"
 
 
+def test_a_call_cut_short_by_a_stop_opens_nothing_passes_the_probe_on_and_is_no_clean_cohort_call(
+    store: HostStore, clock: FakeClock
+) -> None:
+    """Issue 33: a SIGINT / SIGTERM with a call on the wire is the user's doing, not GitHub's answer."""
+    view = open_pause(store, clock, 60)
+    clock.set(view.until)
+    probe = granted(store.acquire(POOL, "core"))
+    assert probe.kind == "probe" and store.start(probe)
+    assert store.finish(probe, Outcome("cut_short")) is None  # no pause opened or lengthened
+    again = granted(store.acquire(POOL, "core"))
+    assert again.kind == "probe" and again.epoch > probe.epoch  # the next caller probes at once
+    assert store.start(again)
+    store.finish(again, Outcome("ok"))
+    cohort = granted(store.acquire(POOL, "core"))
+    assert cohort.kind == "cohort" and store.start(cohort)
+    store.finish(cohort, Outcome("cut_short"))
+    ramp = store.pause_for(POOL, "core")
+    assert ramp is not None and (ramp.phase, ramp.cohort_size) == ("ramp", 1)  # not counted clean: no step up
+    assert store.counters()[(POOL, "core")]["cut_short"] == 2
+    assert "not_attempted" not in store.counters()[(POOL, "core")]  # it was sent: not the fenced kind
+
+
 def test_failed_probe_lets_the_next_caller_probe(store: HostStore, clock: FakeClock) -> None:
     view = open_pause(store, clock, 60)
     clock.set(view.until)

@@ -524,3 +524,66 @@ def test_the_wire_loads_the_certificate_store_only_for_an_https_endpoint() -> No
         tls = transport_for(endpoints)._pool._ssl_context  # type: ignore[attr-defined]
         # the system's trust store, through truststore (issue 31): a company CA the machine trusts counts
         assert isinstance(tls, truststore.SSLContext) and tls.verify_mode == ssl.CERT_REQUIRED
+
+
+# --- a stop with a call on the wire (issue 33) ---------------------------------------------------
+
+
+def test_abandonable_runs_here_without_a_cancel_event_and_hands_back_what_the_call_raised() -> None:
+    import time
+
+    from git_sluice.errors import CallCancelled
+    from git_sluice.forge.wire import abandonable
+
+    here = threading.get_ident()
+    assert abandonable(threading.get_ident, None, "GET x") == here  # no thread without a stop flag
+    cancel = threading.Event()
+    assert abandonable(threading.get_ident, cancel, "GET x") != here  # on a thread of its own
+
+    def broken() -> None:
+        raise httpx.ConnectError("refused")
+
+    with pytest.raises(httpx.ConnectError):  # what the call raised, as if raised here (failure memory's)
+        abandonable(broken, cancel, "GET x")
+    released = threading.Event()
+    stopper = threading.Timer(0.1, cancel.set)
+    stopper.start()
+    started = time.monotonic()
+    with pytest.raises(CallCancelled) as caught:
+        abandonable(lambda: released.wait(30), cancel, "GET x")  # GitHub holding its answer
+    assert time.monotonic() - started < 1.0
+    assert caught.value.exit_code == 130 and isinstance(caught.value, Interrupted) and "GET x" in str(caught.value)
+    released.set()
+    with pytest.raises(Interrupted) as before:  # already stopped: nothing is sent
+        abandonable(lambda: pytest.fail("sent after the stop"), cancel, "GET x")
+    assert not isinstance(before.value, CallCancelled)
+
+
+def test_a_call_cut_short_on_the_wire_is_not_remembered_and_its_permit_goes_back_cut_short(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    from git_sluice.errors import CallCancelled
+
+    cancel, on_wire, release = threading.Event(), threading.Event(), threading.Event()
+
+    def held(request: httpx.Request) -> httpx.Response:
+        on_wire.set()
+        release.wait(30)
+        return httpx.Response(200, json=[])
+
+    store = HostStore(tmp_path / "host.sqlite3", clock=clock)
+    kept = KeptAnswers(tmp_path / "kept")
+    stats, waits = Stats(), Waits(clock, cancel)
+    admission = Admission(store, clock, waits, stats, enforce=True, permit_deadline=60)
+    road: httpx.BaseTransport = Deadline(httpx.MockTransport(held), clock, waits, timeout=30)
+    road = Ledger(road, store, clock, stats)
+    road = HostGate(road, admission, lambda _resource: "pool-1", stats)
+    road = FailureMemory(road, kept, clock, stats)
+    threading.Thread(target=lambda: (on_wire.wait(30), cancel.set()), daemon=True).start()
+    with pytest.raises(CallCancelled):
+        road.handle_request(request())
+    release.set()
+    assert kept.meta(address_of("GET", URL)).fail_until is None and stats.failures == 0
+    assert store.pauses() == [] and store.counters()[("pool-1", "core")] == {"cut_short": 1}
+    admission.settle()
+    store.close()

@@ -93,3 +93,59 @@ def test_sigterm_lets_the_call_in_flight_finish(tmp_path: Path, short_dir: Path)
         assert proc.wait(timeout=30) == 0
         assert got and got[0].status_code == 200
         assert not socket.exists()
+
+
+def test_a_relayed_call_still_on_the_wire_past_the_stops_grace_is_cut_short_and_blamed_on_no_one(
+    clone: Path, github, short_dir: Path, isolated_env: Path
+) -> None:
+    """Issue 33: a stop lets the calls in flight finish within its grace (``sluice.writePatience`` plus
+    a call's timeout); one still on the wire after it is given up (503 "stopping" to its caller) and,
+    the stop being the host's doing and not GitHub's, nothing is held against the address."""
+    from git_sluice.commands.serve import serve
+    from git_sluice.runtime.session import open_session
+    from git_sluice.runtime.stopper import Stopper
+    from tests.gitutil import git
+
+    git(clone, "config", "sluice.writePatience", "0s")
+    gh = github.gh
+    socket = short_dir / "s.sock"
+    draining, stopper, ready = threading.Event(), Stopper(), threading.Event()
+    session = open_session(clone, clock=github.clock, need_branches=False, cancel=draining)
+    assert session.forge.pool  # the pool learned before the hang
+    session.forge.timeout = 0.3  # the stop's grace: 0 s of write patience and this (the calls' own stay 30 s)
+
+    def run() -> None:
+        try:
+            serve(session, state_dir=isolated_env / "serve-state", socket=socket, port=None, stopper=stopper,
+                  ready=lambda _s: ready.set(), cancel=draining)
+        finally:
+            session.close()
+
+    server = threading.Thread(target=run, daemon=True)
+    server.start()
+    assert ready.wait(30)
+    gh.fault("hang", path="/repos/o/r$", times=1, seconds=120)
+    mark = gh.mark()
+    got: list[httpx.Response] = []
+    with httpx.Client(transport=httpx.HTTPTransport(uds=str(socket)), base_url="http://api.github.com",
+                      timeout=60) as client:
+        caller = threading.Thread(target=lambda: got.append(client.get("/repos/o/r")), daemon=True)
+        caller.start()
+        deadline = time.monotonic() + 30
+        while not gh.on_the_wire(since=mark) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sent = time.monotonic()
+        stopper.stop(signal.SIGTERM)
+        server.join(30)
+        took = time.monotonic() - sent
+        caller.join(30)
+    assert not server.is_alive() and took < 0.3 + 1.0, took  # the grace, then the cut call's answer at once
+    assert got and got[0].status_code == 503 and "stopping" in got[0].text, got
+    gh.clear_faults()
+    for index in clone.rglob("kept/index.json"):
+        assert not json.loads(index.read_text()).get("failures"), index.read_text()
+    with open_session(clone, clock=github.clock, need_branches=False) as again:
+        assert again.store.pauses() == []
+        before = gh.requests(path="/repos/o/r$")
+        assert again.forge.get("repos/o/r").status == 200  # asked at once: failure memory holds nothing
+        assert gh.requests(path="/repos/o/r$") == before + 1
