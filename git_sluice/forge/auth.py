@@ -1,10 +1,15 @@
 """Credentials, and the pool id that names an allowance without revealing it.
 
 A token is looked for in the order people expect from GitHub's own tools:
-``GH_TOKEN``, ``GITHUB_TOKEN``, ``git credential fill`` for the API host, then
-``gh auth token``. A GitHub App (``sluice.appId``, ``sluice.appKeyFile``,
-``sluice.installation``) mints a short JWT locally and exchanges it for an
-installation token that lives in memory only and is renewed before it expires.
+``GH_TOKEN``, ``GITHUB_TOKEN``, then — where no GitHub App is configured —
+``git credential fill`` for the API host, then ``gh auth token``. A GitHub App
+(``sluice.appId``, ``sluice.appKeyFile``, ``sluice.installation``) mints a
+short JWT locally and exchanges it for an installation token that lives in
+memory only and is renewed before it expires. A token in the environment wins
+over the App (issue 31): it is set for this one process, on purpose, as
+``GH_TOKEN`` wins over ``gh``'s stored login; the App wins over the stored
+tokens (``git credential``, ``gh auth``), which are the person's, not the
+fleet's.
 
 The **pool id** is what every host calls the allowance, in refs and output: a
 short hash of the API host and the installation (App) or the user id (learned
@@ -353,16 +358,24 @@ def _gh_auth_token(host: str, run: Runner) -> str | None:
     return token if done.returncode == 0 and token else None
 
 
-def find_token(api: str, env: Mapping[str, str] | None = None, run: Runner = subprocess.run) -> tuple[str, str] | None:
-    """(token, where it came from), first found; never logs or prints the token.
-
-    ``run`` runs ``gh`` only; git runs through gitcli, as every git does (its one environment scrub).
-    """
+def env_token(env: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+    """(token, ``GH_TOKEN`` or ``GITHUB_TOKEN``) from the environment, the first one set; it wins over an App."""
     env = os.environ if env is None else env
     for name in ("GH_TOKEN", "GITHUB_TOKEN"):
         value = env.get(name, "").strip()
         if value:
             return value, name
+    return None
+
+
+def find_token(api: str, env: Mapping[str, str] | None = None, run: Runner = subprocess.run) -> tuple[str, str] | None:
+    """(token, where it came from), first found; never logs or prints the token.
+
+    ``run`` runs ``gh`` only; git runs through gitcli, as every git does (its one environment scrub).
+    """
+    found = env_token(env)
+    if found is not None:
+        return found
     host = api_host(api)
     hosts = [host] + (["github.com"] if host == "api.github.com" else [])
     for candidate in hosts:
@@ -386,8 +399,11 @@ def credentials_from_settings(
     clock: Clock,
     transport: httpx.BaseTransport | None = None,
 ) -> Credentials:
-    """The credentials the settings call for; raises NoCredentials with what to do."""
-    if app_id:
+    """The credentials the settings call for; raises NoCredentials with what to do.
+
+    ``GH_TOKEN`` / ``GITHUB_TOKEN`` first, then the App, then the stored tokens (the module's docstring says why).
+    """
+    if app_id and env_token() is None:
         if not app_key_file or not installation:
             raise NoCredentials("sluice.appId is set: also set sluice.appKeyFile and sluice.installation")
         return AppInstallation(
