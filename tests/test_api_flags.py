@@ -61,6 +61,16 @@ def body(request: Request) -> object:
     return json.loads(request.body)
 
 
+def documents(text: str) -> list[object]:
+    """The JSON documents of an output, one after another."""
+    decoder, rest, found = json.JSONDecoder(), text.strip(), []
+    while rest:
+        value, end = decoder.raw_decode(rest)
+        found.append(value)
+        rest = rest[end:].strip()
+    return found
+
+
 # ------------------------------------------------------------------- fields and methods
 
 
@@ -149,13 +159,14 @@ def test_input_from_standard_input(world: CliWorld, host: CliHost) -> None:
 # ------------------------------------------------------------------------------ pagination
 
 
-def test_paginate_follows_every_page_and_prints_one_array(world: CliWorld, host: CliHost) -> None:
+def test_paginate_follows_every_page_and_prints_each(world: CliWorld, host: CliHost) -> None:
     done, reached = call(world, host, "--paginate", "repos/o/r/pulls?per_page=2")
     assert done.returncode == 0, done.stderr
     assert len(reached) == 3  # 5 requests, 2 a page
     assert all(r.method == "GET" for r in reached)
-    numbers = [pr["number"] for pr in json.loads(done.stdout)]  # one JSON document: the pages merged
-    assert sorted(numbers) == list(range(1, PRS + 1))
+    pages = documents(done.stdout)  # one JSON document a page, as gh 2.23 prints them
+    assert [len(page) for page in pages] == [2, 2, 1]
+    assert sorted(pr["number"] for page in pages for pr in page) == list(range(1, PRS + 1))
 
 
 def test_paginate_asks_for_100_a_page_unless_told(world: CliWorld, host: CliHost) -> None:
@@ -185,11 +196,8 @@ def test_paginate_graphql_passes_the_end_cursor(world: CliWorld, host: CliHost) 
     sent_variables = [body(r).get("variables", {}) for r in reached]
     assert "endCursor" not in sent_variables[0]
     assert all(v.get("endCursor") for v in sent_variables[1:])
-    decoder, text, numbers = json.JSONDecoder(), done.stdout.strip(), []
-    while text:  # one document a page, as gh prints them
-        page, end = decoder.raw_decode(text)
-        numbers += [n["number"] for n in page["data"]["repository"]["pullRequests"]["nodes"]]
-        text = text[end:].strip()
+    numbers = [n["number"] for page in documents(done.stdout)  # one document a page, as gh prints them
+               for n in page["data"]["repository"]["pullRequests"]["nodes"]]
     assert sorted(numbers) == list(range(1, PRS + 1))
 
 

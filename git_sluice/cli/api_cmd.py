@@ -44,7 +44,7 @@ METHODS = ["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"]
 @click.option("--input", "input_file", metavar="FILE", default=None,
               help="The request body from FILE (- for standard input); fields then go in the query string.")
 @click.option("--paginate", is_flag=True,
-              help="Ask for every page: Link rel=next (REST, one JSON array), or pageInfo with $endCursor (graphql).")
+              help="Ask for every page: Link rel=next (REST), or pageInfo with $endCursor (graphql); one document a page.")
 @click.option("-q", "--jq", "jq_filter", metavar="EXPR", default=None,
               help="Print what this jq expression selects from the answer (text unquoted).")
 @click.option("--silent", is_flag=True, help="Do not print the answer's body.")
@@ -79,7 +79,7 @@ def api_command(path: str, method: str | None, raw_fields: tuple[str, ...], type
     program = _jq_program(jq_filter)
     stopper = Stopper()  # SIGINT / SIGTERM end a wait within a second (exit 130), never a traceback
     stopper.install()
-    printer = Printer(include=include, silent=silent, jq=program, merge=paginate and not graphql and not include)
+    printer = Printer(include=include, silent=silent, jq=program)
     with Countdown() as countdown, open_session(need_branches=False, on_wait=countdown, cancel=stopper.event) as session:
         values = _placeholders(session)
         params = calls.build_params(raw_fields, typed_fields, _read_file, lambda text: calls.fill_placeholders(text, values))
@@ -98,7 +98,6 @@ def api_command(path: str, method: str | None, raw_fields: tuple[str, ...], type
         for last in pages(session, endpoint, graphql=graphql, method=verb, params=params, headers=sent_headers,
                           content=content, wait=wait, deadline=deadline, paginate=paginate):
             printer.page(last, path)
-        printer.close()
     if last is not None:
         _end(last, path)
 
@@ -218,13 +217,14 @@ def _end(answer: Answer, path: str) -> None:
 class Printer:
     """What ``gh api`` prints of each answer: headers (``-i``), then the body, pretty JSON, or ``--jq``'s selection.
 
-    REST pages of ``--paginate`` that are JSON arrays come out as one array
-    (gh's merge); other pages, and GraphQL's, one document after another.
+    The pages of ``--paginate`` come out one document after another, as the
+    gh on this project's machines (2.23) prints them: REST arrays are not
+    joined (``jq -s add`` joins them), and a stream of JSON documents is what
+    jq and most JSON readers take.
     """
 
-    def __init__(self, *, include: bool, silent: bool, jq: Any, merge: bool) -> None:
-        self.include, self.silent, self.jq, self.merge = include, silent, jq, merge
-        self.merged: list[Any] | None = None
+    def __init__(self, *, include: bool, silent: bool, jq: Any) -> None:
+        self.include, self.silent, self.jq = include, silent, jq
         self.count = 0
         self.indent = "  " if sys.stdout.isatty() else None
 
@@ -243,7 +243,6 @@ class Printer:
             self._jq(answer)
             return
         if not calls.is_json(answer):
-            self.close()
             sys.stdout.flush()
             sys.stdout.buffer.write(answer.body)
             sys.stdout.buffer.flush()
@@ -253,10 +252,6 @@ class Printer:
         except ValueError:
             click.echo(answer.body.decode("utf-8", "replace"))
             return
-        if self.merge and isinstance(data, list) and answer.status < 400:
-            self.merged = [*(self.merged or []), *data]
-            return
-        self.close()
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
     def _jq(self, answer: Answer) -> None:
@@ -268,9 +263,3 @@ class Printer:
             raise SluiceError(f"--jq: {exc}") from None
         for value in results:
             click.echo(calls.jq_text(value, self.indent))
-
-    def close(self) -> None:
-        """Print the pages merged so far (one JSON array)."""
-        if self.merged is not None:
-            click.echo(json.dumps(self.merged, indent=2, ensure_ascii=False))
-            self.merged = None
