@@ -64,6 +64,7 @@ def test_help_lists_the_reference_s_exit_codes(name: str) -> None:
     command = main.get_command(click.Context(main), name)
     assert command is not None
     help_text = command.help or ""
+    assert "``" not in help_text, f"`git sluice {name} --help` shows reST markup (``…``) to a person"
     assert sorted(codes_in(help_text)) == sorted(DOCUMENTED[name]), (
         f"`git sluice {name} --help` and docs/reference.md give different exit codes"
     )
