@@ -206,8 +206,8 @@ def _end(answer: Answer, path: str) -> None:
     if said is None:
         return
     if answer.status == 401:
-        message = json.loads(answer.body).get("message", "") if calls.is_json(answer) else ""
-        raise CredentialsRefused(401, answer.url, str(message or "Bad credentials"), source=answer.source)
+        message = said.removesuffix(" (HTTP 401)") if said != "HTTP 401" else "Bad credentials"
+        raise CredentialsRefused(401, answer.url, message, source=answer.source)
     if answer.observed:
         said = f"{said}; {answer.observed}"
     click.echo(f"git sluice: {said}", err=True)
