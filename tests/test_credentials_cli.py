@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import re
 import signal
 import subprocess
@@ -146,6 +148,24 @@ def test_a_github_app_host_mints_one_token_for_twenty_processes_keeps_it_nowhere
             assert leaks == []
         finally:
             SharedTokens(host.state / "git-sluice").stop()
+
+
+def test_a_token_in_the_environment_wins_over_a_configured_app_and_doctor_says_so(tmp_path: Path) -> None:
+    """Issue 31: GH_TOKEN set for a process is used, as gh uses it over its stored login; the docs say the same."""
+    with cli_world(tmp_path) as world:
+        key_file = _app(world, tmp_path)
+        host = world.host("host-a", token="tok-alice", **{"sluice.appId": "7", "sluice.appKeyFile": str(key_file),
+                                                          "sluice.installation": "42"})
+        mark = world.gh.mark()
+        done = host.run("api", "repos/o/r")
+        assert done.returncode == 0, done.stderr
+        assert _mints(world.gh, mark) == 0
+        assert {c.pool for c in world.gh.calls(since=mark)} == {"user:alice"}
+        doctor = host.run("doctor")
+        line = next(line for line in doctor.stdout.splitlines() if line.split()[1:2] == ["token:"])
+        assert line.startswith("warn") and "from GH_TOKEN" in line and "sluice.appId=7" in line, doctor.stdout
+        setup = host.run("setup", "--json")
+        assert json.loads(setup.stdout)["token"]["source"] == "GH_TOKEN", setup.stdout
 
 
 # --------------------------------------------------------- point 3: a token GitHub refuses

@@ -14,7 +14,7 @@ from ._group import main
 def demo_command(keep: bool) -> None:
     """Run the whole story against the built-in GitHub double: two hosts, one lease, 304s,
     a throttle, a pause that reaches the other host, one probe. Under a minute; touches
-    nothing outside a temporary directory."""
+    nothing outside a temporary directory. Exit codes: 0 the story ran; 1 it failed."""
     from ..commands.demo import run_demo
 
     run_demo(keep=keep, say=click.echo)

@@ -20,8 +20,9 @@ def intake_command(branches: tuple[str, ...], wait: bool, timeout: float | None,
 
     Asks GitHub only when the discovery interval has passed or something moved
     locally, and only where no other host holds the branch's lease. Exit codes:
-    0 done (including "nothing to do"); 1 failed; 2 configuration; 3 allowance
-    spent (nothing was sent; the message names when it ends).
+    0 done (including "nothing to do"); 1 failed; 2 configuration, an unknown
+    --branch, or GitHub refused the credentials; 3 allowance spent (nothing was
+    sent; the message names when it ends); 130 stopped while waiting (--wait).
     """
     from ..errors import UnknownBranch
     from .intake_run import run_intake

@@ -25,7 +25,8 @@ def drive_command(branches: tuple[str, ...], verbose: bool) -> None:
     The long-lived role, usually run as a service (contrib/systemd,
     contrib/launchd). Renews its lease every third of the lease length, takes
     over a wait's lease at once and a lapsed one after a full lease by its own
-    observation, and lets go on SIGINT / SIGTERM. Exit 0 when stopped; 2 when
+    observation, and lets go on SIGINT / SIGTERM. Exit codes: 0 stopped by a
+    signal; 1 failed; 2 configuration, no token, an unknown --branch, or
     another driver already runs in this clone (named by its pid).
     """
     from ..errors import Interrupted
@@ -77,7 +78,8 @@ def wait_command(number: int, timeout: float | None, as_json: bool, verbose: boo
     lease as a wait and lets go when it ends; where another host takes the
     branch in, it follows NUMBER on this host's watch, asking GitHub only when
     the request moved. Exit codes: 0 merged or ready; 1 closed or blocked (or
-    failed); 2 configuration; 3 allowance spent past the timeout; 4 timed out.
+    failed); 2 configuration, or GitHub refused the credentials; 3 allowance
+    spent past the timeout; 4 timed out; 130 stopped by SIGINT / SIGTERM.
     """
     from ..countdown import Countdown
     from ..commands.wait import wait_for
@@ -105,6 +107,7 @@ def lease_command(branches: tuple[str, ...], as_json: bool) -> None:
 
     Reads the marks as the last round fetched them (a plain git fetch does not); a mark
     that is not a lease record is reported as garbage, and ages like any other.
+    Exit codes: 0; 2 configuration or an unknown --branch.
     """
     from ..commands.lease import lease_json, read_leases
 

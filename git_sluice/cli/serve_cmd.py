@@ -32,8 +32,9 @@ def serve_command(socket_path: Path | None, port: int | None, bind: str, no_sock
     Runs until SIGTERM or SIGINT (calls in flight finish; the socket goes).
     A caller's own token decides its pool; on the socket, a call without one
     goes with this clone's credentials. Prints where it listens, one line
-    each: ``socket PATH`` and ``port N``. Exit codes: 0 stopped; 2 usage,
-    configuration, or the socket or port already in use.
+    each: socket PATH and port N. Exit codes: 0 stopped by SIGTERM / SIGINT;
+    2 usage, configuration, the socket or port already in use, or not a
+    loopback address.
     """
     from ..commands.serve import Serving, default_socket, serve
     from ..paths import host_state_dir

@@ -20,7 +20,7 @@ def setup(undo: bool, as_json: bool) -> None:
     moved to <hook>.legacy and git-sluice's hook calls them. Running setup
     again changes nothing; --undo puts back exactly what was there.
 
-    Exit codes: 0 done; 1 failed; 2 a configuration error (the message names
+    Exit codes: 0 done; 1 failed (a file it cannot write); 2 a configuration error (the message names
     the key) or a hook that cannot be chained (a directory, a dangling link,
     not readable, not executable).
     """

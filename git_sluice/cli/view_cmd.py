@@ -24,7 +24,8 @@ def queue_command(branches: tuple[str, ...], as_json: bool) -> None:
     """The taken-in pull requests, with their state: ready, waiting, blocked or draft.
 
     Reads the queue the last round left (no call to GitHub): tools should read
-    this instead of calling GitHub themselves.
+    this instead of calling GitHub themselves. Exit codes: 0; 2 configuration
+    or an unknown --branch.
     """
     show_queue(branches, as_json, click.echo)
 
@@ -36,7 +37,8 @@ def status_command(as_json: bool) -> None:
     """Leases, queues, last rounds, and the budget and pauses of each pool (no network).
 
     A rate-limited forge says so with the time it ends; an observe-only host
-    (sluice.enforce=false) shows what would have been paused.
+    (sluice.enforce=false) shows what would have been paused. Exit codes: 0;
+    1 failed (the host state cannot be used); 2 configuration.
     """
     show_status(as_json, click.echo)
     sys.stdout.flush()

@@ -11,13 +11,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..clock import Clock, default_clock
 from ..config import Settings, load_settings
-from ..remote.lease import LeaseView
+from ..errors import UnknownBranch
+from ..gitcli import run
+from ..remote.lease import LEASE_PREFIX, LeaseView
 from ..remote.fetched import FetchedLeases
 from ..remote.leases import LeaseKeeper
 
 if TYPE_CHECKING:
     from ..remote.git import RemoteGit
     from ..repo import Repo
+
+# where the rounds' own fetch keeps a branch (remote/git.py's TRACKING_PREFIX; not imported: it loads libgit2)
+TRACKING_PREFIX = "refs/sluice/tracking/"
 
 
 def local_keeper(path: str = ".", clock: Clock | None = None) -> tuple[Repo | FetchedLeases, Settings, LeaseKeeper]:
@@ -42,9 +47,31 @@ def local_keeper(path: str = ".", clock: Clock | None = None) -> tuple[Repo | Fe
 
 
 def read_leases(path: str = ".", branches: Sequence[str] = ()) -> list[LeaseView]:
-    """Each branch's lease (default: the configured branches), in the order asked."""
+    """Each branch's lease (default: the configured branches), in the order asked.
+
+    A ``-b`` branch that is nowhere — not configured, not on the remote, no lease
+    mark — is refused (exit 2), as ``intake`` and ``queue`` refuse it: "no lease"
+    would read as "free to take" for a typo (issue 31).
+    """
     _, settings, keeper = local_keeper(path)
+    unknown = unknown_branches(path, settings.remote, settings.branches, branches)
+    if unknown:
+        raise UnknownBranch(unknown, settings.remote, looked="not in sluice.branch, not fetched, no lease mark")
     return list(keeper.read_all(list(branches) or list(settings.branches)).values())
+
+
+def unknown_branches(path: str, remote: str, configured: Sequence[str], branches: Sequence[str]) -> list[str]:
+    """Of ``branches``, those neither configured, nor a ref of ``remote`` here, nor with a lease mark (a typo)."""
+    asked = [b for b in branches if b not in configured]
+    if not asked:
+        return []
+
+    def refs(branch: str) -> list[str]:
+        return [f"refs/remotes/{remote}/{branch}", f"{TRACKING_PREFIX}{remote}/{branch}", LEASE_PREFIX + branch]
+
+    done = run(["for-each-ref", "--format=%(refname)", *[r for b in asked for r in refs(b)]], cwd=path)
+    known = set(done.stdout.split()) if done.returncode == 0 else set()
+    return [b for b in asked if not known.intersection(refs(b))]
 
 
 def lease_json(view: LeaseView) -> dict[str, Any]:

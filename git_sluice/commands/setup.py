@@ -506,8 +506,10 @@ def _drop_legacy_refspec(repo: Repo, manifest: dict[str, Any], report: Report, s
 
 
 def _check_token(settings: Settings, report: Report, token_finder: TokenFinder) -> None:
-    """Say whether a token is found and where (never the token itself)."""
-    if settings.app_id:
+    """Say whether a token is found and where (never the token itself); GH_TOKEN / GITHUB_TOKEN win over an App."""
+    from ..forge.auth import env_token
+
+    if settings.app_id and env_token(settings.api) is None:
         report.token_source = f"GitHub App {settings.app_id}"
         report.add("token", "GitHub App", f"app {settings.app_id}, installation token minted when needed")
         return

@@ -12,7 +12,8 @@ pipeline (``pipeline.py``) only read this object, under its lock.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections import deque
+from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, SystemClock
 from .faults import Faults
@@ -34,6 +35,12 @@ from .model import (
     World,
     fake_sha,
 )
+
+if TYPE_CHECKING:
+    from .pipeline import Request
+
+RECEIVED_KEPT = 1000
+"""How many arrived requests the double keeps for :meth:`GitHubDouble.received`."""
 
 
 class GitHubDouble:
@@ -63,6 +70,9 @@ class GitHubDouble:
         self.content = ContentLimits()
         self._ledger = Ledger()
         self._faults = Faults()
+        # the last requests as they arrived (method, path, query, headers, body): what a test of a
+        # client asserts was *sent* (the ledger keeps what was answered and counted, not the bodies)
+        self._received: deque[Request] = deque(maxlen=RECEIVED_KEPT)
         # Knobs: how a spent or abused allowance answers.
         self.primary_status: int = 403
         # "rotate": a window's first refusal says "API rate limit exceeded for …",
@@ -467,6 +477,20 @@ class GitHubDouble:
 
     def mark(self) -> int:
         return self._ledger.mark()
+
+    def receive(self, request: Request) -> None:
+        """The server's note of a request as it arrived, before any answer (control calls are not noted)."""
+        with self.lock:
+            self._received.append(request)
+
+    def received(self, path: str | None = None) -> list[Request]:
+        """The last requests that arrived (at most ``RECEIVED_KEPT``), oldest first; ``path``: whose path contains it."""
+        with self.lock:
+            return [r for r in self._received if path is None or path in r.path]
+
+    def forget_received(self) -> None:
+        with self.lock:
+            self._received.clear()
 
     def calls(
         self,

@@ -70,6 +70,7 @@ class _Handler(BaseHTTPRequestHandler):
             base_url=base,
             outside_api=outside,
         )
+        self.server.gh.receive(request)
         try:
             response = handle(self.server.gh, request, self.server.sleep)
         except Exception:  # a bug in the double must show, not hang the client

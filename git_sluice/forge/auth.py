@@ -1,10 +1,15 @@
 """Credentials, and the pool id that names an allowance without revealing it.
 
 A token is looked for in the order people expect from GitHub's own tools:
-``GH_TOKEN``, ``GITHUB_TOKEN``, ``git credential fill`` for the API host, then
-``gh auth token``. A GitHub App (``sluice.appId``, ``sluice.appKeyFile``,
-``sluice.installation``) mints a short JWT locally and exchanges it for an
-installation token that lives in memory only and is renewed before it expires.
+``GH_TOKEN``, ``GITHUB_TOKEN``, then — where no GitHub App is configured —
+``git credential fill`` for the API host, then ``gh auth token``. A GitHub App
+(``sluice.appId``, ``sluice.appKeyFile``, ``sluice.installation``) mints a
+short JWT locally and exchanges it for an installation token that lives in
+memory only and is renewed before it expires. A token in the environment wins
+over the App (issue 31): it is set for this one process, on purpose, as
+``GH_TOKEN`` wins over ``gh``'s stored login; the App wins over the stored
+tokens (``git credential``, ``gh auth``), which are the person's, not the
+fleet's.
 
 The **pool id** is what every host calls the allowance, in refs and output: a
 short hash of the API host and the installation (App) or the user id (learned
@@ -417,6 +422,17 @@ def token_variables(api: str) -> tuple[str, ...]:
     return ENTERPRISE_VARIABLES
 
 
+def env_token(api: str, env: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+    """(token, the variable's name) from the environment's variables for ``api``'s host
+    (:func:`token_variables`), the first one set; it wins over an App, as in gh."""
+    env = os.environ if env is None else env
+    for name in token_variables(api):
+        value = env.get(name, "").strip()
+        if value:
+            return value, name
+    return None
+
+
 def find_token(api: str, env: Mapping[str, str] | None = None, run: Runner = subprocess.run) -> tuple[str, str] | None:
     """(token, where it came from), first found; never logs or prints the token.
 
@@ -426,11 +442,9 @@ def find_token(api: str, env: Mapping[str, str] | None = None, run: Runner = sub
     the API host configured or derived. ``run`` runs ``gh`` only; git runs
     through gitcli, as every git does (its one environment scrub).
     """
-    env = os.environ if env is None else env
-    for name in token_variables(api):
-        value = env.get(name, "").strip()
-        if value:
-            return value, name
+    found = env_token(api, env)
+    if found is not None:
+        return found
     host = web_host(api)
     hosts = ["api.github.com", "github.com"] if host == "github.com" else [host]
     for candidate in hosts:
@@ -473,8 +487,10 @@ def credentials_from_settings(
     """The credentials the settings call for; raises NoCredentials with what to do.
 
     ``cancel``: the command's stop flag; their own calls to GitHub are given up when it is set.
+    A token in the environment for the API's host first, then the App, then the stored tokens
+    (the module's docstring says why).
     """
-    if app_id:
+    if app_id and env_token(api) is None:
         if not app_key_file or not installation:
             raise NoCredentials("sluice.appId is set: also set sluice.appKeyFile and sluice.installation")
         return AppInstallation(

@@ -398,7 +398,7 @@ def test_git_sluice_api_cli_conditional_and_graphql(clone: Path, github: ServedD
     gh.open_pr("o/r", head_ref="x", title="hello")
     mark = gh.mark()
     for _ in range(2):
-        done = subprocess.run([sys.executable, "-m", "git_sluice", "api", "repos/o/r/pulls", "-f", "state=open"],
+        done = subprocess.run([sys.executable, "-m", "git_sluice", "api", "-X", "GET", "repos/o/r/pulls", "-f", "state=open"],
                               cwd=clone, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)[0]["title"] == "hello"

@@ -205,8 +205,8 @@ def config_error_check(exc: ConfigError) -> Check:
     return Check(f"config {key}", "fail", f"{key}={exc.value} is refused", advice)
 
 
-def token_check(source: str | None, api: str, *, error: str | None = None) -> Check:
-    """Where the token came from; never the token."""
+def token_check(source: str | None, api: str, *, error: str | None = None, app_id: str | None = None) -> Check:
+    """Where the token came from; never the token. A token in the environment over a configured App is said."""
     if error is not None:
         return Check("token", "fail", error, "fix the credentials named above, then run git sluice doctor again")
     if source is None:
@@ -220,6 +220,10 @@ def token_check(source: str | None, api: str, *, error: str | None = None) -> Ch
             "GitHub App settings)",
             no_token_advice(api),
         )
+    if app_id and source in ("GH_TOKEN", "GITHUB_TOKEN"):
+        return Check("token", "warn", f"from {source} (not shown), not the GitHub App of sluice.appId={app_id}",
+                     f"a token in the environment wins over the App, as GH_TOKEN does in gh; unset {source} "
+                     "for git-sluice to use the App")
     return Check("token", "ok", f"from {source} (not shown)")
 
 

@@ -343,7 +343,7 @@ def _token_and_access(
     value = getattr(credentials, "value", None)
     if isinstance(value, str):
         secrets.append(value)
-    token = token_check(credentials.source, settings.api)
+    token = token_check(credentials.source, settings.api, app_id=settings.app_id)
     try:
         if store is not None:
             gathered.ledger_before = store.budget()
