@@ -85,3 +85,7 @@ def run_intake(branches: Sequence[str], wait: bool, timeout: float | None, as_js
     else:
         for report in reports:
             echo(report.summary())
+        calls = tally.snapshot().minus(began)
+        if calls.requests > sum(r.requests for r in reports):
+            # what the rounds' own lines leave out: the token's GET /user, the host watch's reads
+            echo(f"all told, {calls.summary()}")

@@ -84,7 +84,9 @@ def status_lines(data: dict[str, Any]) -> Iterator[str]:
             yield f"    queue: {counts}"
         last = b["last_round"]
         if last:
-            cost = f"{last.get('requests', 0)} calls, {last.get('counted', 0)} counted, {last.get('points', 0)} points"
+            requests, points = last.get('requests', 0), last.get('points', 0)
+            cost = (f"{requests} call{'' if requests == 1 else 's'}, {last.get('counted', 0)} counted, "
+                    f"{points} point{'' if points == 1 else 's'}")
             yield (f"    last round: {last.get('outcome')} at {last.get('finished_at') or last.get('started_at')}"
                    f" ({cost}): {last.get('why')}")
         else:

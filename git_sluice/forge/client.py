@@ -38,7 +38,7 @@ from .. import __version__
 from ..clock import Clock
 from ..errors import CredentialsRefused, ForeignURL, ForgeAnswered, ForgeError, ForgeUnavailable
 from ..records import record
-from . import origins, pacing, rules
+from . import origins, pacing, rules, tally
 from .auth import Credentials, api_host, known_pool
 from .flight import SingleFlight
 from .hoststore import HostStore
@@ -266,7 +266,12 @@ class Forge:
                          f"the call goes under pool {choice.pool}'s pause" if choice.how == "paused"
                          else "GET /user is not asked; the call goes under a provisional pool")
                 return choice.pool
+        asked = tally.count("GET user")
         pool = self.credentials.pool_id()
+        if known is None and tally.count("GET user") > asked:
+            # GitHub counted the GET /user that named the pool: the host's ledger (status's
+            # "counted here last hour") has it too, beside the road's own calls (issue 31)
+            self.store.record_rate(pool, "core", rules.RateHeaders(None, None, None, None, "core"), counted=True, cost=1)
         if self.pool_hosts is not None and known_pool(self.credentials) == pool:
             self.pool_hosts.remember(pool, host)
         return pool

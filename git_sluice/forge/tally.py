@@ -72,6 +72,12 @@ def note(kind: str, *, status: int, counted: bool, cost: int, graphql: bool) -> 
                 _counted += max(0, cost)
 
 
+def count(kind: str) -> int:
+    """How many calls of ``kind`` this process has sent so far."""
+    with _lock:
+        return _kinds[kind]
+
+
 def snapshot() -> Calls:
     with _lock:
         return Calls(_requests, _counted, _not_modified, _points, tuple(sorted(_kinds.items())))

@@ -57,13 +57,17 @@ class RoundReport:
                 if numbers:
                     moved.append(f"{label} " + ", ".join(f"#{n}" for n in numbers))
             text = (
-                f"{self.branch}: {self.open} open; {self.requests} calls ({self.not_modified} not modified, "
-                f"{self.counted} counted), {self.points} GraphQL points; " + ("; ".join(moved) or "nothing moved")
+                f"{self.branch}: {self.open} open; {_n(self.requests, 'call')} ({self.not_modified} not modified, "
+                f"{self.counted} counted), {_n(self.points, 'GraphQL point')}; " + ("; ".join(moved) or "nothing moved")
             )
             if self.skipped:
                 text += "; skipped " + ", ".join(f"#{n} ({why})" for n, why in sorted(self.skipped.items()))
             return text
         return f"{self.branch}: {self.why}"
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 class RoundsLog:

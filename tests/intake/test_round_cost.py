@@ -103,9 +103,11 @@ def test_the_noted_ledger_is_written_by_the_round_and_read_by_another_process(
     mark = github.gh.mark()
     run_rounds(session)
     counted = [c for c in github.gh.calls(since=mark) if c.counted and c.resource == "core"]
+    # the hour's ledger also holds the GET /user that named the session's pool, before the mark (issue 31)
+    hour = [c for c in github.gh.calls() if c.counted and c.resource == "core"]
     with HostStore(session.store.path, clock=github.clock) as other:  # another connection: what status sees
         [row] = [r for r in other.budget() if r.resource == "core"]
-    assert len(counted) > WAITING and row.counted_last_hour == len(counted)
+    assert len(counted) > WAITING and row.counted_last_hour == len(hour)
     assert row.remaining is not None
 
 
