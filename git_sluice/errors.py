@@ -450,6 +450,14 @@ class HostStoreCorrupt(StateError):
     """The host state file is not (or no longer) a usable database: the store moves it aside and starts afresh."""
 
 
+class StateInTheWay(StateError, OSError):
+    """Something stands where a state file or folder goes and cannot be moved aside; says what to remove.
+
+    An OSError too: every writer that goes on without a state file it cannot
+    write (the log, a hook's record) goes on without this one as well.
+    """
+
+
 class StateFileBusy(StateError):
     """Another process kept a state file's lock far longer than a save takes."""
 

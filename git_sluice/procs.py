@@ -43,8 +43,9 @@ class PidLock:
     def try_hold(self) -> bool:
         import fcntl
 
-        os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        from .statefile import open_lock  # a folder made, a directory or a link in its place moved aside
+
+        fd = open_lock(self.path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -95,7 +95,7 @@ def api_command(
     text = answer.body.decode("utf-8", "replace")
     try:
         text = json.dumps(json.loads(text), indent=2)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to indent: printed as it came
         pass
     click.echo(text)
     if failed(answer, path):

@@ -25,7 +25,6 @@ before the next waiter takes its turn (else it would ask again at once).
 
 from __future__ import annotations
 
-import json as jsonlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -38,6 +37,7 @@ from .. import __version__
 from ..clock import Clock
 from ..errors import CredentialsRefused, ForeignURL, ForgeAnswered, ForgeError, ForgeUnavailable
 from ..records import record
+from ..statefile import parse_json
 from . import origins, pacing, rules
 from .auth import Credentials, api_host, known_pool
 from .flight import SingleFlight
@@ -98,7 +98,7 @@ class Answer:
     observed: str | None = None  # observe-only: what enforcement would have done with this throttle
 
     def json(self) -> Any:  # Any: GitHub's JSON, whatever the endpoint returns
-        return jsonlib.loads(self.body) if self.body else None
+        return parse_json(self.body) if self.body else None  # ValueError for anything but JSON, even [[[[…
 
     @property
     def not_modified(self) -> bool:
