@@ -167,16 +167,22 @@ def _kind(path: Path) -> str:
     return "not a file"
 
 
+OWN_LEVELS = 3
+"""How far up from a folder :func:`ensure_dir` moves things aside: ``watch/<group>/kept`` is three deep."""
+
+
 def ensure_dir(path: Path | str) -> Path:
     """``path`` as a private folder (0700 when made), with anything in the way on it moved aside.
 
-    Only for folders inside the sluice dir or the host state dir, whose roots
-    :func:`paths.private_dir` made (it refuses, naming what to move, rather
-    than move a root): a file or a dangling link where one of these folders
-    goes is set aside and the folder made.
+    For folders inside the sluice dir or the host state dir, whose roots
+    :func:`paths.private_dir` made: a file or a dangling link where one of
+    these folders goes — ``path`` or one of its :data:`OWN_LEVELS` - 1 nearest
+    parents — is set aside and the folder made. Anything higher up is not
+    git-sluice's to move: :class:`StateInTheWay` names it.
     """
     path = Path(path)
-    for _ in range(len(path.parts) + 1):
+    own = [path, *path.parents][:OWN_LEVELS]
+    for _ in range(OWN_LEVELS + 1):
         try:
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
             return path
@@ -184,6 +190,9 @@ def ensure_dir(path: Path | str) -> Path:
             blocker = _blocker(path)
             if blocker is None:
                 continue  # made or freed meanwhile: try again
+            if blocker not in own:
+                raise StateInTheWay(f"{blocker} is {_kind(blocker)} where a folder goes: move it aside or remove "
+                                    f"it (git-sluice keeps its state in {path})") from None
             set_aside(blocker)
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
