@@ -124,13 +124,14 @@ SET_ASIDE_LIMIT = 100
 """How many ``.corrupt-<n>`` names one path may have before git-sluice asks a person to clear them."""
 
 
-def set_aside(path: Path | str) -> Path:
+def set_aside(path: Path | str, *, what: str = "") -> Path:
     """Move whatever is at ``path`` to ``<name>.corrupt-<n>`` beside it, with one warning; the new name.
 
     For a state file or folder of the wrong kind (a directory where a file
     goes, a file or a dangling link where a folder goes): git-sluice rebuilds
     what belongs there, and never deletes what a person may want to look at.
-    When even the rename fails, :class:`StateInTheWay` (an OSError too) says what to remove.
+    ``what`` names it in the warning. When even the rename fails,
+    :class:`StateInTheWay` (an OSError too) says what to remove.
     """
     path = Path(path)
     kind = _kind(path)
@@ -147,7 +148,8 @@ def set_aside(path: Path | str) -> Path:
                 f"{path} ({kind}) is in git-sluice's way and cannot be moved aside ({exc.strerror or exc}): "
                 f"remove it (rm -r {path}); git-sluice rebuilds it"
             ) from None
-        _warn("%s was %s, in the way: moved to %s; git-sluice rebuilds it", path, kind, aside.name)
+        _warn("%s%s was %s, in the way: moved to %s; git-sluice rebuilds it",
+              f"{what} " if what else "", path, kind, aside.name)
         return aside
     raise StateInTheWay(f"{path} ({kind}) is in git-sluice's way and {SET_ASIDE_LIMIT} copies are already set aside "
                      f"beside it: remove {path} and its {path.name}.corrupt-* copies; git-sluice rebuilds it")
@@ -234,6 +236,8 @@ def parse_json(raw: bytes | str) -> Any:
     try:
         # bytes decoded as UTF-8 and nothing else: json.loads would guess UTF-16 from a \xff\xfe
         return json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 (byte {exc.object[exc.start]:#04x} at {exc.start})") from None
     except RecursionError:
         raise ValueError("nested too deep to be a state file") from None
 
@@ -244,25 +248,52 @@ def load_json(path: Path | str, parse: Callable[[Any], T], default: Callable[[],
     Absent is normal (nothing written yet). Unreadable or corrupt — a folder
     or a dangling link where the file goes, not UTF-8, not JSON, nested too
     deep, or refused by ``parse`` with ValueError, KeyError, TypeError or
-    AttributeError — is logged as one warning naming ``what`` and the file,
-    then treated as absent, so the next write rebuilds it (a write moves a
-    folder in its place aside: :func:`write_atomic`).
+    AttributeError — is one warning naming ``what`` and the file (once per
+    process while the file stays as it is: a command reads some files ten
+    times), then treated as absent, so the next write rebuilds it. A folder
+    is moved aside at once (no writer makes one there, so no write is lost).
     """
     path = Path(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         if os.path.islink(path):
-            _warn("%s %s is a symbolic link to nothing: discarded, it will be rebuilt", what, path)
+            _warn_once(path, "%s %s is a symbolic link to nothing: discarded, it will be rebuilt", what, path)
         return default()
     except OSError as exc:  # a directory where the file goes; no permission
-        _warn("%s %s unreadable (%s): discarded, it will be rebuilt", what, path, exc.strerror or exc)
+        if exc.errno == errno.EISDIR and _is_dir(path):
+            try:
+                set_aside(path, what=what)
+                return default()
+            except OSError:
+                pass
+        _warn_once(path, "%s %s unreadable (%s): discarded, it will be rebuilt", what, path, exc.strerror or exc)
         return default()
     try:
         return parse(parse_json(raw))
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:  # RecursionError: parse's own
-        _warn("%s %s is corrupt (%s): discarded, it will be rebuilt", what, path, _short(exc))
+        _warn_once(path, "%s %s is corrupt (%s): discarded, it will be rebuilt", what, path, _short(exc))
         return default()
+
+
+_WARNED: dict[str, tuple[int, int, int] | None] = {}
+"""Per file: the one that was last found corrupt (inode, size, mtime), so its warning is said once."""
+
+
+def _warn_once(path: Path, message: str, *args: object) -> None:
+    """:func:`_warn`, unless this very file (same inode, size and time) was already warned about here."""
+    try:
+        st = os.lstat(path)
+        seen: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        seen = None
+    key = str(path)
+    if key in _WARNED and _WARNED[key] == seen:
+        return
+    if len(_WARNED) >= 256:
+        _WARNED.clear()
+    _WARNED[key] = seen
+    _warn(message, *args)
 
 
 def _short(exc: BaseException) -> str:

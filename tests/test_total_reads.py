@@ -196,3 +196,28 @@ def test_the_drivers_pid_file_takes_its_place_whatever_stands_there(tmp_path: Pa
     corrupt(Path(serve_lock.path), kind, b"")
     assert serve_lock.try_hold()
     serve_lock.release()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_drivers_log_takes_its_place_whatever_stands_there(tmp_path: Path, kind: str) -> None:
+    """``drive`` appends to ``<sluice dir>/log``: a folder or a link there is moved aside, a garbled file appended to."""
+    from git_sluice.cli.logfile import attach_log
+
+    sluice = tmp_path / "sluice"
+    sluice.mkdir()
+    corrupt(sluice / "log", kind, b"\x00old")
+    logger = logging.getLogger("git_sluice")
+    handlers, level = list(logger.handlers), logger.level
+    try:
+        handler = attach_log(sluice)
+        logger.info("a line after the corruption")
+        handler.flush()
+    finally:
+        for extra in set(logger.handlers) - set(handlers):
+            logger.removeHandler(extra)
+            extra.close()
+        logger.setLevel(level)
+    log = sluice / "log"
+    assert log.is_file() and not log.is_symlink()
+    assert b"a line after the corruption" in log.read_bytes()
+    assert not (tmp_path / ".nowhere-log").exists()  # a link is not followed to write elsewhere
