@@ -221,3 +221,35 @@ def test_the_drivers_log_takes_its_place_whatever_stands_there(tmp_path: Path, k
     assert log.is_file() and not log.is_symlink()
     assert b"a line after the corruption" in log.read_bytes()
     assert not (tmp_path / ".nowhere-log").exists()  # a link is not followed to write elsewhere
+
+
+def test_the_probes_corruptions_through_the_console_script_one_line_each(tmp_path: Path) -> None:
+    """The probe's own repro (issue 33), through ``git-sluice`` itself (``status``, ``queue``, ``intake`` start
+    without click): each corrupt file costs one line on stderr, naming it, and the next run is quiet."""
+    with cli_world(tmp_path) as world:
+        world.gh.open_pr("o/r", head_ref="feature")
+        host = world.host("host-a")
+        assert host.run("intake").returncode == 0
+        sluice, state = host.path / ".git" / "sluice", host.state / "git-sluice"
+        corrupt(sluice / "discovery.json", "nonutf8", b"")
+        corrupt(sluice / "watched.json", "deep", b"")
+        corrupt(sluice / "observed.json", "directory", b"")
+        corrupt(sluice / "rounds.json", "nonutf8", b"")
+        corrupt(sluice / "queue" / "main.json", "deep", b"")
+        corrupt(sluice / "heads", "directory", b"")
+        corrupt(sluice / "heads.d", "file", b"")
+        corrupt(sluice / "discovery.json.lock", "directory", b"")
+        corrupt(state / "pools.json", "deep", b"")
+        corrupt(state / "pool-hosts.json", "nonutf8", b"")
+        world.clock.advance(61)
+        done = host.run("intake")
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        lines = done.stderr.splitlines()
+        for name in ("discovery.json", "watched.json", "observed.json", "rounds.json", "main.json", "heads",
+                     "heads.d", "discovery.json.lock", "pools.json", "pool-hosts.json"):
+            said = [line for line in lines if f"/{name} " in line]
+            assert len(said) == 1, (name, lines)
+        assert len(lines) == 10, lines
+        for args in (("status",), ("queue", "--json"), ("intake",)):
+            again = host.run(*args)
+            assert again.returncode == 0 and again.stderr == "", (args, again.stderr)
