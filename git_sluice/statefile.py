@@ -82,7 +82,7 @@ def write_atomic(path: Path | str, data: bytes | str, *, mode: int = STATE_MODE)
     except (FileNotFoundError, NotADirectoryError):  # a folder on the way is missing, or is not one
         ensure_dir(path.parent)
         _write_replace(path, payload, mode)
-    except (IsADirectoryError, OSError) as exc:
+    except OSError as exc:
         if not (exc.errno in _IN_THE_WAY and _is_dir(path)):
             raise
         set_aside(path)  # a directory where the file goes: os.replace cannot put a file over it

@@ -273,7 +273,7 @@ def _open_log(path: Path) -> int | None:
     """The log, opened to append; a directory or a link in its place is moved aside once (None: no log)."""
     try:
         return os.open(path, _LOG_FLAGS, 0o600)
-    except (IsADirectoryError, OSError) as exc:
+    except OSError as exc:
         if exc.errno not in (errno.EISDIR, errno.ELOOP) or not os.path.lexists(path):
             return None
     try:
