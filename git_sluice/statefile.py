@@ -234,8 +234,9 @@ def parse_json(raw: bytes | str) -> Any:
     reader of a local file or a fetched blob has one exception to catch.
     """
     try:
-        # bytes decoded as UTF-8 and nothing else: json.loads would guess UTF-16 from a \xff\xfe
-        return json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+        # bytes decoded as UTF-8 and nothing else (a BOM skipped, as json.loads skips it): json.loads
+        # would guess UTF-16 from a \xff\xfe
+        return json.loads(raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw)
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 (byte {exc.object[exc.start]:#04x} at {exc.start})") from None
     except RecursionError:

@@ -113,6 +113,10 @@ def test_parse_json_has_one_exception_for_anything_a_file_holds(raw: bytes) -> N
         statefile.parse_json(raw)
 
 
+def test_parse_json_reads_utf8_as_json_loads_does() -> None:
+    assert statefile.parse_json(b'\xef\xbb\xbf{"a": "\xc3\xa9"}') == {"a": "\u00e9"}  # a BOM, as json.loads takes it
+
+
 @pytest.mark.parametrize("kind", ["directory", "dangling", "nonutf8", "deep"])
 def test_load_json_reads_anything_as_absent_with_one_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: str
