@@ -331,6 +331,24 @@ class ForeignURL(ForgeError):
         )
 
 
+class PathOutsideAPI(ForeignURL, UsageError):
+    """A path with ``.`` or ``..`` segments, even percent-encoded (``%2e%2e``): refused before any call (exit 2).
+
+    A ForeignURL too (the token is not sent there), but the caller's mistake:
+    nothing was asked of GitHub, so nothing is remembered against it.
+    """
+
+    exit_code = 2
+
+    def __init__(self, path: str, api: str) -> None:
+        self.url = path
+        UsageError.__init__(
+            self,
+            f"{path}: a path with . or .. segments (also percent-encoded, like %2e%2e) could reach outside "
+            f"the API ({api}), and git-sluice sends its token only under sluice.api: pass a path such as repos/o/r",
+        )
+
+
 class TimedOut(SluiceError):
     exit_code = 4
 
@@ -472,6 +490,14 @@ class HostStoreError(StateError):
 
 class HostStoreCorrupt(StateError):
     """The host state file is not (or no longer) a usable database: the store moves it aside and starts afresh."""
+
+
+class StateInTheWay(StateError, OSError):
+    """Something stands where a state file or folder goes and cannot be moved aside; says what to remove.
+
+    An OSError too: every writer that goes on without a state file it cannot
+    write (the log, a hook's record) goes on without this one as well.
+    """
 
 
 class StateFileBusy(StateError):

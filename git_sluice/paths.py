@@ -38,6 +38,10 @@ def host_state_dir() -> Path:
     path = Path(platformdirs.user_state_dir(APP_NAME))
     if not path.is_dir():
         try:
+            if os.path.lexists(path):  # a file or a dangling link of that name: moved aside, never deleted
+                from .statefile import set_aside
+
+                set_aside(path)
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
             # mkdir's mode is filtered by the umask; say exactly what we mean
             os.chmod(path, 0o700)
@@ -54,25 +58,24 @@ def host_state_dir() -> Path:
 def private_dir(path: Path, what: str) -> Path:
     """``path`` as a directory of this user's (created 0700), or a clear error saying what is in the way.
 
-    A regular file or a dangling symlink where the directory belongs is a
-    person's to move aside: git-sluice never deletes it.
+    A file or a dangling link where the directory belongs is moved aside
+    (``<name>.corrupt-<n>``, one warning: nothing is deleted) and the
+    directory made afresh; git-sluice rebuilds what it keeps there. What
+    cannot be moved, or stands higher up, is named, with what to do.
     """
     if path.is_dir():
         return path
+    from .errors import StateError
+
     try:
+        if os.path.lexists(path):
+            from .statefile import set_aside
+
+            set_aside(path)
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
-        from .errors import StateError
-
-        if path.is_symlink():
-            kind = "a symbolic link to nothing usable"
-        elif path.exists():
-            kind = "not a directory"
-        else:
-            kind = exc.strerror or str(exc)
-        raise StateError(
-            f"{what} {path} cannot be used: {kind}; move it aside (git-sluice recreates it)"
-        ) from None
+        raise StateError(f"{what} {path} cannot be made ({exc.strerror or exc}); make its parent a directory "
+                         "writable by you (git-sluice recreates it)") from None
     return path
 
 

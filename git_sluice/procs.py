@@ -34,8 +34,10 @@ class PidLock:
     socket).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, own: bool = True) -> None:
         self.path = os.fspath(path)
+        self.own = own
+        """The path is git-sluice's own (a directory or a link in its place is moved aside), not a person's choice."""
         self._fd: int | None = None
         self.holder: int | None = None
         """After a failed :meth:`try_hold`: the holder's pid as it wrote it (None when unreadable)."""
@@ -43,8 +45,13 @@ class PidLock:
     def try_hold(self) -> bool:
         import fcntl
 
-        os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        if self.own:
+            from .statefile import open_lock  # a folder made, a directory or a link in its place moved aside
+
+            fd = open_lock(self.path)
+        else:  # beside a socket a person named: nothing of theirs is moved
+            os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -71,8 +71,10 @@ class CliWorld:
 
 
 @contextmanager
-def cli_world(root: Path, *, clock_start: float = START, real_clock: bool = False) -> Iterator[CliWorld]:
-    """``real_clock``: the double and the processes on the system clock (a pause that truly stands)."""
+def cli_world(root: Path, *, clock_start: float = START, real_clock: bool = False,
+              enterprise: bool = False) -> Iterator[CliWorld]:
+    """``real_clock``: the double and the processes on the system clock (a pause that truly stands);
+    ``enterprise``: the double serves Enterprise Server's paths (``sluice.api`` ends in ``/api/v3``)."""
     clock_file: Path | None = None
     clock: FileClock | SystemClock
     if real_clock:
@@ -80,7 +82,7 @@ def cli_world(root: Path, *, clock_start: float = START, real_clock: bool = Fals
     else:
         clock_file = root / "clock"
         clock = FileClock(clock_file, start=clock_start)
-    gh = GitHubDouble(clock=clock)
+    gh = GitHubDouble(clock=clock, enterprise=enterprise)
     gh.add_user("alice")
     gh.add_token("tok-alice", user="alice")
     gh.add_repo("o/r")

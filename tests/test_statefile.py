@@ -42,14 +42,99 @@ def test_write_atomic_sets_the_named_mode_past_the_umask(tmp_path: Path) -> None
     assert stat.S_IMODE(target.stat().st_mode) == 0o755
 
 
-def test_write_atomic_failure_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
+def test_write_atomic_failure_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "taken"
-    target.mkdir()  # os.replace of a file onto a non-empty directory fails
-    (target / "inside").write_text("x")
+    target.write_text("old")
+
+    def refuse(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(statefile.os, "replace", refuse)
     with pytest.raises(OSError):
         write_atomic(target, "data")
-    assert target.is_dir()
+    assert target.read_text() == "old"
     assert _leftovers(tmp_path) == []
+
+
+def test_a_directory_where_the_file_goes_is_moved_aside_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    target = tmp_path / "taken"
+    target.mkdir()
+    (target / "inside").write_text("x")
+    with caplog.at_level(logging.WARNING, logger="git_sluice"):
+        write_atomic(target, "data")
+    assert target.read_text() == "data"
+    assert (tmp_path / "taken.corrupt-1" / "inside").read_text() == "x"  # set aside, never deleted
+    assert len(caplog.records) == 1 and "taken.corrupt-1" in caplog.text
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_file_where_a_folder_goes_is_moved_aside(tmp_path: Path) -> None:
+    (tmp_path / "queue").write_text("not a folder")
+    (tmp_path / "watch").symlink_to(tmp_path / "nowhere")
+    write_atomic(tmp_path / "queue" / "main.json", "{}")
+    assert (tmp_path / "queue" / "main.json").read_text() == "{}"
+    assert (tmp_path / "queue.corrupt-1").read_text() == "not a folder"
+    assert statefile.ensure_dir(tmp_path / "watch" / "g" / "kept").is_dir()
+    assert (tmp_path / "watch.corrupt-1").is_symlink()
+
+
+def test_set_aside_counts_up_and_says_what_to_remove_when_it_cannot(tmp_path: Path) -> None:
+    target = tmp_path / "log"
+    for n in (1, 2):
+        target.mkdir()
+        assert statefile.set_aside(target).name == f"log.corrupt-{n}"
+    for n in range(3, statefile.SET_ASIDE_LIMIT + 1):
+        (tmp_path / f"log.corrupt-{n}").touch()
+    target.mkdir()
+    with pytest.raises(statefile.StateInTheWay, match="remove .*log"):
+        statefile.set_aside(target)
+
+
+@pytest.mark.parametrize("kind", ["directory", "dangling", "file-on-the-way"])
+def test_a_lock_takes_its_place_whatever_stands_there(tmp_path: Path, kind: str) -> None:
+    lock_path = tmp_path / "sub" / "doc.lock"
+    if kind == "directory":
+        lock_path.mkdir(parents=True)
+    elif kind == "dangling":
+        lock_path.parent.mkdir()
+        lock_path.symlink_to(tmp_path / "elsewhere" / "x")
+    else:
+        (tmp_path / "sub").write_text("x")
+    with held(file_lock(lock_path), busy="test"):
+        assert lock_path.is_file() and not lock_path.is_symlink()
+    assert not (tmp_path / "elsewhere").exists()  # a link is never followed to make a file elsewhere
+
+
+@pytest.mark.parametrize("raw", [b"\xff\xfe{}", b"[" * 100_000, b"\xff\xfe\x7b\x00\x7d\x00", b"", b"\x00" * 9])
+def test_parse_json_has_one_exception_for_anything_a_file_holds(raw: bytes) -> None:
+    with pytest.raises(ValueError):
+        statefile.parse_json(raw)
+
+
+def test_parse_json_reads_utf8_as_json_loads_does() -> None:
+    assert statefile.parse_json(b'\xef\xbb\xbf{"a": "\xc3\xa9"}') == {"a": "\u00e9"}  # a BOM, as json.loads takes it
+
+
+@pytest.mark.parametrize("kind", ["directory", "dangling", "nonutf8", "deep"])
+def test_load_json_reads_anything_as_absent_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    path = tmp_path / "doc.json"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "dangling":
+        path.symlink_to(tmp_path / "nowhere")
+    else:
+        path.write_bytes(b"\xff{}" if kind == "nonutf8" else b"[" * 100_000)
+    with caplog.at_level(logging.WARNING, logger="git_sluice"):
+        assert load_json(path, dict, dict, what="test doc") == {}
+    assert len(caplog.records) == 1 and "test doc" in caplog.text
+    doc = JsonDocument(path, what="test doc")
+    with doc.update() as data:
+        data["a"] = 1
+    assert doc.read() == {"a": 1}
 
 
 def test_load_json_absent_is_quiet_and_corrupt_is_discarded_with_a_warning(

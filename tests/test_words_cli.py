@@ -71,3 +71,18 @@ def test_api_with_a_bogus_method_is_a_usage_error_and_sends_nothing(tmp_path: Pa
         assert "BOGUS" in done.stderr and "unavailable" not in done.stderr.lower(), done.stderr
         assert world.gh.requests(since=mark) == 0
         assert host.run("api", "-X", "get", "repos/o/r").returncode == 0  # any case, as curl and gh take it
+
+
+def test_api_refuses_a_path_that_would_leave_the_api_prefix_and_sends_nothing(tmp_path: Path) -> None:
+    """Issue 33: ``…/api/v3/%2e%2e/%2e%2e/x`` starts with ``/api/v3/``; a server that decodes it serves ``/x``."""
+    with cli_world(tmp_path, enterprise=True) as world:
+        host = world.host("host-a")
+        assert host.run("api", "repos/o/r").returncode == 0
+        mark = world.gh.mark()
+        for path in ("%2e%2e/%2e%2e/x", "%2E%2E/user", "..%2f..%2fx", "repos/../../x", "%252e%252e/x",
+                     f"{world.url}/%2e%2e/%2e%2e/x"):
+            done = host.run("api", path)
+            assert done.returncode == 2, (path, done.stderr)
+            assert "outside the API" in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert world.gh.requests(since=mark) == 0
+        assert host.run("api", "repos/o/r").returncode == 0  # nothing remembered against GitHub

@@ -248,11 +248,10 @@ class Printer:
             sys.stdout.buffer.flush()
             return
         try:
-            data = json.loads(answer.body)
-        except ValueError:
-            click.echo(answer.body.decode("utf-8", "replace"))
-            return
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+            text = json.dumps(json.loads(answer.body), indent=2, ensure_ascii=False)
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to indent: printed as it came
+            text = answer.body.decode("utf-8", "replace")
+        click.echo(text)
 
     def _jq(self, answer: Answer) -> None:
         from ..commands import api as calls

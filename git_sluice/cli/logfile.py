@@ -3,26 +3,50 @@
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from pathlib import Path
+
+from ..statefile import ensure_dir, set_aside
 
 _FORMAT = "%(asctime)s %(process)d %(levelname)s %(message)s"
 
 
 def attach_log(sluice_dir: Path, level: int = logging.INFO) -> logging.Handler:
-    """Send git-sluice's log lines to the clone's log file too (idempotent per path)."""
+    """Send git-sluice's log lines to the clone's log file too (idempotent per path).
+
+    Whatever is in the log's place but a file (a directory, a link) is moved
+    aside first; a log that still cannot be opened is one warning, and the
+    role runs on without it: the work matters more than its record.
+    """
     path = Path(sluice_dir) / "log"
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     root = logging.getLogger("git_sluice")
     for handler in root.handlers:
         if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename) == path.resolve():
             return handler
-    handler = logging.FileHandler(path, encoding="utf-8")
+    try:
+        handler = logging.FileHandler(_log_place(path), encoding="utf-8")
+    except OSError as exc:
+        root.warning("the log %s cannot be written (%s): going on without it", path, exc)
+        return logging.NullHandler()
     handler.setFormatter(logging.Formatter(_FORMAT))
     handler.setLevel(level)  # -v's per-call decisions are for the terminal, not the log
     root.addHandler(handler)
     if root.level == logging.NOTSET or root.level > level:
         root.setLevel(level)
     return handler
+
+
+def _log_place(path: Path) -> Path:
+    """``path``, free for an appended file: its folder made, anything but a plain file there moved aside."""
+    ensure_dir(path.parent)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return path
+    if not stat.S_ISREG(mode):
+        set_aside(path)
+    return path
 
 
 def progress_to_log(handler: logging.Handler) -> logging.Logger:

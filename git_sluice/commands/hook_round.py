@@ -25,6 +25,7 @@ the user's terminal.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -36,7 +37,7 @@ from ..clock import Clock, default_clock, rfc3339
 from ..gitcli import INTERNAL_ENV, scrub, scrub_environ
 from ..procs import gone
 from ..records import record
-from ..statefile import file_lock, try_acquire, write_atomic
+from ..statefile import file_lock, load_json, set_aside, try_acquire, write_atomic
 
 if TYPE_CHECKING:  # the runner waits for git before importing anything heavy
     from ..intake.report import RoundReport
@@ -254,9 +255,8 @@ def write_log(sluice_dir: Path, clock: Clock, message: str) -> None:
     """
     text = " ".join(_redact(message).split())
     line = f"{rfc3339(clock.time())} [{os.getpid()}] {text}\n"
-    try:
-        fd = os.open(sluice_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    except OSError:
+    fd = _open_log(sluice_dir / LOG_NAME)
+    if fd is None:
         return
     try:
         os.write(fd, line.encode("utf-8", "replace"))
@@ -264,6 +264,23 @@ def write_log(sluice_dir: Path, clock: Clock, message: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+_LOG_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+
+
+def _open_log(path: Path) -> int | None:
+    """The log, opened to append; a directory or a link in its place is moved aside once (None: no log)."""
+    try:
+        return os.open(path, _LOG_FLAGS, 0o600)
+    except OSError as exc:
+        if exc.errno not in (errno.EISDIR, errno.ELOOP) or not os.path.lexists(path):
+            return None
+    try:
+        set_aside(path)
+        return os.open(path, _LOG_FLAGS, 0o600)
+    except OSError:
+        return None
 
 
 def record_failure(sluice_dir: Path, clock: Clock, *, reason: str, error: BaseException) -> dict[str, Any]:
@@ -284,19 +301,27 @@ def record_failure(sluice_dir: Path, clock: Clock, *, reason: str, error: BaseEx
     return record
 
 
+def _failure_record(data: Any) -> dict[str, Any]:
+    """A failure record as :func:`record_failure` writes it; ValueError for anything else."""
+    if not isinstance(data, dict) or not isinstance(data.get("error"), str):
+        raise ValueError("not a hook failure record")
+    return data
+
+
+def _read_failure(sluice_dir: Path) -> dict[str, Any] | None:
+    """The kept failure; None when there is none, or it is corrupt (one warning: the next failure rewrites it)."""
+    return load_json(sluice_dir / FAILURE_NAME, _failure_record, lambda: None, what="the last hook failure")
+
+
 def _mark_recovered(sluice_dir: Path, clock: Clock) -> None:
     """A later good round says so on the failure, so status can tell past from present."""
-    path = sluice_dir / FAILURE_NAME
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    if not isinstance(record, dict) or "recovered_at" in record:
+    record = _read_failure(sluice_dir)
+    if record is None or "recovered_at" in record:
         return
     record["recovered"] = clock.time()
     record["recovered_at"] = rfc3339(clock.time())
     try:
-        write_atomic(path, (json.dumps(record, indent=2) + "\n").encode())
+        write_atomic(sluice_dir / FAILURE_NAME, (json.dumps(record, indent=2) + "\n").encode())
     except OSError:
         pass
 
@@ -304,14 +329,7 @@ def _mark_recovered(sluice_dir: Path, clock: Clock) -> None:
 def last_failure(repo: Repo | FetchedLeases) -> dict[str, Any] | None:
     """The last failed hook round (``time``, ``at``, ``reason``, ``error``, ``exit_code``,
     and ``recovered_at`` once a later round succeeded), or None if none is recorded."""
-    path = Path(repo.common_dir) / "sluice" / FAILURE_NAME
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or "error" not in record:
-        return None
-    return record
+    return _read_failure(Path(repo.common_dir) / "sluice")
 
 
 # -------------------------------------------------------------- what is taken in

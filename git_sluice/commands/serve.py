@@ -55,7 +55,8 @@ def serve(session: Session, *, state_dir: Path, socket: Path | None, port: int |
     wait past the stop's grace (a stop never cuts a call that is on the wire)."""
     if socket is None and port is None:
         raise ServeRefused("nothing to listen on: give --socket, --port, or neither (the default socket)")
-    lock = PidLock(f"{socket}.lock") if socket is not None else None
+    own = socket is not None and socket == default_socket(state_dir)  # else a person's path: nothing moved aside
+    lock = PidLock(f"{socket}.lock", own=own) if socket is not None else None
     if lock is not None and not lock.try_hold():
         who = f"pid {lock.holder}" if lock.holder else "another process"
         raise ServeRefused(f"{who} already serves on {socket}: stop it first, or pass another --socket")

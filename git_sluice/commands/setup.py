@@ -45,7 +45,7 @@ from ..errors import SetupRefused as SetupRefused
 from ..gitcli import parse_version
 from ..records import record
 from ..remote.git import LEGACY_REFSPEC
-from ..statefile import write_atomic
+from ..statefile import parse_json, write_atomic
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -183,8 +183,8 @@ def _manifest_path(sluice_dir: Path) -> Path:
 def load_manifest(sluice_dir: Path) -> dict[str, Any] | None:
     """What setup changed here, or None when it has no (readable) record."""
     try:
-        data = json.loads(_manifest_path(sluice_dir).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = parse_json(_manifest_path(sluice_dir).read_bytes())
+    except (OSError, ValueError):  # absent, a folder, not UTF-8, not JSON, nested too deep
         return None
     if not isinstance(data, dict):
         return None

@@ -25,7 +25,6 @@ before the next waiter takes its turn (else it would ask again at once).
 
 from __future__ import annotations
 
-import json as jsonlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -36,8 +35,9 @@ import httpx
 
 from .. import __version__
 from ..clock import Clock
-from ..errors import CredentialsRefused, ForeignURL, ForgeAnswered, ForgeError, ForgeUnavailable
+from ..errors import CredentialsRefused, ForeignURL, ForgeAnswered, ForgeError, ForgeUnavailable, PathOutsideAPI
 from ..records import record
+from ..statefile import parse_json
 from . import origins, pacing, rules, tally
 from .auth import Credentials, api_host, known_pool
 from .flight import SingleFlight
@@ -98,7 +98,7 @@ class Answer:
     observed: str | None = None  # observe-only: what enforcement would have done with this throttle
 
     def json(self) -> Any:  # Any: GitHub's JSON, whatever the endpoint returns
-        return jsonlib.loads(self.body) if self.body else None
+        return parse_json(self.body) if self.body else None  # ValueError for anything but JSON, even [[[[…
 
     @property
     def not_modified(self) -> bool:
@@ -278,12 +278,13 @@ class Forge:
 
     def url_for(self, path: str, params: Mapping[str, Any] | None = None) -> str:
         """The full URL of a path; a full URL only at sluice.api's or sluice.graphql's exact origin."""
-        if path.startswith(("http://", "https://")):
-            if not origins.under(path, self.api) and not origins.under(path, self.graphql_url, exact=True):
-                raise ForeignURL(path, self.api)
-            url = path
-        else:
-            url = f"{self.api}/{path.lstrip('/')}"
+        full = path.startswith(("http://", "https://"))
+        url = path if full else f"{self.api}/{path.lstrip('/')}"
+        where = origins.split(url)
+        if where is not None and origins.unsafe_path(where[1]):  # %2e%2e: refused before anything is asked
+            raise PathOutsideAPI(path, self.api)
+        if full and not origins.under(url, self.api) and not origins.under(url, self.graphql_url, exact=True):
+            raise ForeignURL(path, self.api)
         if params:
             url += ("&" if "?" in url else "?") + urlencode({k: v for k, v in params.items() if v is not None})
         return url

@@ -37,7 +37,7 @@ from ..clock import Clock
 from ..errors import HostStoreCorrupt as _Corrupt
 from ..errors import HostStoreError as HostStoreError
 from ..records import record
-from ..statefile import FileLock, LockTimeout
+from ..statefile import FileLock, LockTimeout, ensure_dir
 from . import gate, pacing, rules
 
 log = logging.getLogger("git_sluice")
@@ -279,7 +279,11 @@ class HostStore:
         self._disconnect()
         parent = self.path.parent
         if not parent.is_dir():
-            parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            ensure_dir(parent)
+        for suffix in ("", "-wal", "-shm"):  # a directory or a dangling link in the way: set aside like a corrupt file
+            where = str(self.path) + suffix
+            if os.path.lexists(where) and not os.path.isfile(where):
+                raise _Corrupt(f"{os.path.basename(where)} is not a file")
         # Never open (and close) the database file ourselves: closing any descriptor of a
         # file drops every POSIX lock this *process* holds on it, including the locks of
         # another connection to the same store in this process (SQLite's "how to corrupt",
@@ -367,7 +371,7 @@ class HostStore:
                     n += 1
                 for suffix in ("", "-wal", "-shm"):
                     src = Path(str(self.path) + suffix)
-                    if src.exists():
+                    if os.path.lexists(src):
                         os.replace(src, Path(str(aside) + suffix))
                 log.warning(
                     "the host state file %s was unusable (%s); moved it aside to %s and started afresh "

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import record
-from ..statefile import JsonDocument, write_atomic
+from ..statefile import JsonDocument, ensure_dir, open_lock, parse_json, write_atomic
 
 log = logging.getLogger("git_sluice")
 
@@ -119,11 +119,11 @@ def _parse_body(address: str, raw: bytes) -> KeptBody:
         line, sep, body = raw[len(BODY_MAGIC):].partition(b"\n")
         if not sep:
             raise ValueError("cut short")
-        head = json.loads(line)
+        head = parse_json(line)
     else:  # the earlier layout: one JSON document, the body in base64 (read, rewritten by the next 200)
         import base64
 
-        head = json.loads(raw)
+        head = parse_json(raw)
         body = base64.b64decode(head["body"], validate=True)
     if not isinstance(head, dict) or head.get("address", address) != address:
         raise ValueError("not this address's answer")
@@ -155,7 +155,7 @@ class FlightLock:
     def _open(self) -> int:
         if self._fd is None:
             self.kept._ensure_dir()
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            self._fd = open_lock(self.path)  # a folder or a link in its place is moved aside
         return self._fd
 
     def mark(self) -> bytes:
@@ -226,7 +226,7 @@ class KeptAnswers:
 
     def _ensure_dir(self) -> None:
         if not self._dir_made:
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            ensure_dir(self.directory)  # a file where the folder goes is moved aside
             self._dir_made = True
 
     # -- the index (failure memory) ----------------------------------------

@@ -10,13 +10,13 @@ for the gate to act on.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
 import httpx
 
 from ..clock import Clock, parse_rfc3339
+from ..statefile import parse_json
 from . import rules, tally
 from .hoststore import HostStore, Permit
 from .road import COST, COUNTED, PERMIT, VERDICT, Stats, call_of
@@ -63,7 +63,7 @@ def cost_of(status: int, verdict: rules.Verdict, body: bytes, path: str) -> tupl
         return False, 0  # GitHub counts neither a 304 nor GET /rate_limit
     if verdict.resource == "graphql":
         try:
-            return True, int(json.loads(body)["data"]["rateLimit"]["cost"])
+            return True, int(parse_json(body)["data"]["rateLimit"]["cost"])
         except (ValueError, KeyError, TypeError):
             return True, 1
     return True, 1
@@ -72,7 +72,7 @@ def cost_of(status: int, verdict: rules.Verdict, body: bytes, path: str) -> tupl
 def graphql_rate(body: bytes) -> rules.RateHeaders | None:
     """GraphQL's ``rateLimit`` field as rate headers; None when it is missing or garbage."""
     try:
-        rate = json.loads(body)["data"]["rateLimit"]
+        rate = parse_json(body)["data"]["rateLimit"]
         reset_at = rate.get("resetAt")
         reset = parse_rfc3339(str(reset_at)) if reset_at else None
         return rules.RateHeaders(
@@ -88,7 +88,7 @@ def graphql_rate(body: bytes) -> rules.RateHeaders | None:
 
 def _parses(body: bytes) -> bool:
     try:
-        json.loads(body)
+        parse_json(body)
         return True
     except ValueError:
         return False

@@ -69,7 +69,9 @@ class SharedTokens:
     # -- the private folder and the minting lock ------------------------------------
     def _ensure_dir(self) -> bool:
         try:
-            self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            from ..statefile import ensure_dir
+
+            ensure_dir(self.run_dir)  # a file in its place is moved aside
             os.chmod(self.run_dir, 0o700)  # the socket's folder is what keeps other users out
             return True
         except OSError as exc:

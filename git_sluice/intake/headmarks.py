@@ -20,6 +20,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..statefile import ensure_dir
+
 MARKS_DIR = "heads.d"
 SUFFIX = "~"
 _FORBIDDEN = frozenset(" ~^:?*[\\")
@@ -80,7 +82,7 @@ def sync_marks(sluice_dir: Path, head_refs: Iterable[str]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(folder / mark)
         _prune(folder, (folder / mark).parent)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ensure_dir(folder)  # a file where the folder goes is moved aside
     for mark in sorted(wanted - present):
         path = folder / mark
         with contextlib.suppress(OSError):

@@ -32,7 +32,7 @@ from urllib.parse import quote, unquote
 
 from ..clock import parse_rfc3339, rfc3339
 from ..records import record
-from ..statefile import file_lock, held, load_json, read_bytes, write_atomic
+from ..statefile import ensure_dir, file_lock, held, load_json, parse_json, read_bytes, write_atomic
 from .headmarks import MARKS_DIR, sync_marks
 from .request import Request, request_fields
 
@@ -301,7 +301,7 @@ class QueueStore:
     def save(self, doc: QueueDoc) -> str:
         """Write the branch's queue atomically, then the ``heads`` file, under the queue lock; returns the
         written file's fingerprint (for :meth:`confirm`)."""
-        self.queue_dir.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.queue_dir)
         path = self.path_for(doc.branch)
         text, _ENCODED[path] = stored_text(doc, _ENCODED.get(path, {}))
         data = text.encode("utf-8")
@@ -337,7 +337,7 @@ class QueueStore:
         if stamp is None:
             return doc
         try:
-            data = json.loads(stamp)
+            data = parse_json(stamp)
             at = parse_rfc3339(data["read_at"]) if data.get("fingerprint") == fingerprint(raw) else None
         except (ValueError, KeyError, TypeError, AttributeError):
             return doc  # a torn or foreign confirmation confirms nothing; the next quiet round rewrites it
@@ -356,7 +356,7 @@ class QueueStore:
                 found.add(unquote(stem))
                 continue
             try:
-                branch = json.loads(path.read_text(encoding="utf-8"))["branch"]
+                branch = parse_json(path.read_bytes())["branch"]
             except (OSError, ValueError, KeyError, TypeError):
                 continue
             if isinstance(branch, str):

@@ -40,8 +40,7 @@ def write_record(path: Path, session: "Session", socket: Path | None, port: int 
            "clone": str(session.repo.workdir or session.repo.git_dir), "started": started,
            "started_at": rfc3339(started), "updated": session.clock.time(), "calls": totals}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        write_atomic(path, (json.dumps(doc, indent=2) + "\n").encode())
+        write_atomic(path, (json.dumps(doc, indent=2) + "\n").encode())  # its folder made, anything in the way set aside
     except OSError as exc:
         log.warning("serve: could not write its record for `git sluice status` (%s)", exc)
 

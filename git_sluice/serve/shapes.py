@@ -20,6 +20,7 @@ import re
 from urllib.parse import unquote
 
 from ..clock import rfc3339
+from ..forge import origins
 from ..records import record
 
 RATE_DOCS = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"
@@ -73,7 +74,7 @@ def route(method: str, target: str) -> Route:
         return Route("bad", "a path under the API (/repos/OWNER/REPO, /graphql)")
     path, _, query = target.partition("?")
     decoded = unquote(unquote(path))
-    if any(part in {".", ".."} for part in decoded.split("/")) or "\\" in decoded or "//" in decoded:
+    if origins.unsafe_path(path) or "\\" in decoded or "//" in decoded:  # the forge's own test, and more
         return Route("bad", "a path without . or .. segments")
     prefix = ""
     if path.startswith("/api/v3/") or path == "/api/v3":

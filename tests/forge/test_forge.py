@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from git_sluice.clock import FakeClock
-from git_sluice.errors import ForeignURL, ForgeUnavailable
+from git_sluice.errors import ForeignURL, ForgeUnavailable, PathOutsideAPI
 from git_sluice.forge.client import Forge
 from git_sluice.forge.hoststore import HostStore
 from git_sluice.forge.kept import KeptAnswers
@@ -70,6 +70,39 @@ def test_a_full_url_at_another_origin_is_refused_and_nothing_is_sent(
         with pytest.raises(ForeignURL) as caught:
             f.get(url)
     assert sent == [] and caught.value.exit_code == 1
+
+
+@pytest.mark.parametrize("path", [
+    "%2e%2e/%2e%2e/x", "%2E%2E/x", "..%2f..%2fx", "%2e%2e%2f%2e%2e%2fx", "a/../../x", "./x", "%252e%252e/x",
+    "a%5c..%5c..%5cx", "https://ghe.corp/api/v3/%2e%2e/%2e%2e/x",
+])
+def test_a_path_with_dot_segments_is_refused_before_anything_is_asked(tmp_path: Path, path: str) -> None:
+    """Issue 33: ``…/api/v3/%2e%2e/%2e%2e/x`` starts with the prefix, and a server decoding it serves ``/x``."""
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json=[])
+
+    with forge(tmp_path, FakeClock(), answer, api="https://ghe.corp/api/v3", graphql="https://ghe.corp/api/graphql") as f:
+        with pytest.raises(PathOutsideAPI) as caught:
+            f.get(path)
+        assert f.kept.meta("GET https://ghe.corp/x").fail_count == 0
+    assert sent == [] and caught.value.exit_code == 2 and "%2e%2e" in str(caught.value)
+
+
+def test_an_encoded_slash_alone_stays_inside_and_goes_out(tmp_path: Path) -> None:
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={})
+
+    with forge(tmp_path, FakeClock(), answer, api="https://ghe.corp/api/v3", graphql="https://ghe.corp/api/graphql") as f:
+        f.get("repos/o/r/branches/feature%2Fx")
+        f.get("repos/o/r/contents/a..b/.github")
+    assert [r.url.raw_path for r in sent] == [b"/api/v3/repos/o/r/branches/feature%2Fx",
+                                              b"/api/v3/repos/o/r/contents/a..b/.github"]
 
 
 def test_a_full_url_at_the_configured_origins_goes_out_with_the_token(tmp_path: Path) -> None:

@@ -275,6 +275,21 @@ def test_corrupt_file_is_moved_aside(tmp_path: Path, clock: FakeClock, caplog: p
     assert any("moved it aside" in r.getMessage() and str(aside) in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+@pytest.mark.parametrize("kind", ["directory", "dangling"])
+def test_a_store_file_of_the_wrong_kind_is_moved_aside(tmp_path: Path, clock: FakeClock, suffix: str, kind: str) -> None:
+    """Issue 33: a directory (or a link to nothing) where the store or its WAL goes is set aside like a corrupt file."""
+    path = tmp_path / "host.sqlite3"
+    place = Path(str(path) + suffix)
+    if kind == "directory":
+        place.mkdir()
+    else:
+        place.symlink_to(tmp_path / "nowhere")
+    with HostStore(path, clock=clock) as s:
+        assert granted(s.acquire(POOL, "core")).kind == "normal"
+    assert path.is_file() and os.path.lexists(str(tmp_path / f"host.sqlite3.corrupt-{int(T0)}") + suffix)
+
+
 def test_corrupt_file_twice_in_one_second(tmp_path: Path, clock: FakeClock) -> None:
     path = tmp_path / "host.sqlite3"
     with HostStore(path, clock=clock) as s:

@@ -413,6 +413,9 @@ def test_the_ledger_reads_graphql_cost_and_its_rate(store: HostStore, clock: Fak
         ("https://ghe.corp/api/v3evil/user", ("https://ghe.corp/api/v3", "https://ghe.corp/api/graphql")),
         ("http://evil.localhost/user", ("http://evil.localhost",)),
         ("https://user@ghe.corp/api/v3/user", ("https://ghe.corp/api/v3",)),
+        ("https://ghe.corp/api/v3/%2e%2e/%2e%2e/x", ("https://ghe.corp/api/v3",)),  # issue 33
+        ("https://ghe.corp/api/v3/..%2F..%2Fx", ("https://ghe.corp/api/v3",)),
+        ("https://ghe.corp/api/v3/%252E%252E/x", ("https://ghe.corp/api/v3",)),
     ],
 )
 def test_the_token_never_goes_to_another_origin(url: str, endpoints: tuple[str, ...]) -> None:

@@ -205,17 +205,31 @@ def test_from_a_submodule(make_world) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_a_failed_round_is_logged_and_kept_for_status(world: World, tmp_path: Path) -> None:
-    # the lock path taken by a directory makes every round fail; the push must not notice
-    (world.sluice_dir / "hook-round.lock").mkdir()
+    # a setting no round accepts makes every round fail; the push must not notice
+    world.git("config", "sluice.discovery", "every now and then")
     world.git("commit", "-q", "--allow-empty", "-m", "x")
     proc = world.git("push", "-q", "origin", "HEAD:main")
     assert proc.stderr == ""
     world.wait_quiet()
     failure = (world.sluice_dir / "last-failure.json").read_text()
-    assert "error" in failure
-    assert any("hook runner failed" in line for line in world.log_lines())
+    assert "error" in failure and "sluice.discovery" in failure
+    assert any("hook round end failed" in line for line in world.log_lines())
     assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \[\d+\] ", world.log_lines()[-1])
     assert os.environ.get("GIT_SLUICE_INTERNAL") is None
+
+
+def test_a_directory_where_the_round_lock_goes_is_moved_aside_and_the_round_runs(world: World) -> None:
+    """Issue 33: it used to fail every round until a person removed it; the push never noticed either way."""
+    (world.sluice_dir / "hook-round.lock").mkdir()
+    world.git("commit", "-q", "--allow-empty", "-m", "x")
+    proc = world.git("push", "-q", "origin", "HEAD:main")
+    assert proc.stderr == ""
+    world.wait_quiet()
+    lines = world.log_lines()
+    assert any("moved to hook-round.lock.corrupt-1" in line for line in lines), lines
+    # the round ran (it then finds no GitHub here: this world's sluice.api answers nothing), the runner did not fail
+    assert len(world.rounds()) == 1 and not any("hook runner failed" in line for line in lines), lines
+    assert (world.sluice_dir / "hook-round.lock").is_file()
 
 
 def _sleep_shim(world: World, tmp_path: Path, ref: str) -> Path:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -352,7 +353,7 @@ def test_names_read_from_records_are_never_printed_raw(fleet_factory, git_daemon
 
 
 @pytest.mark.parametrize("what", ["file", "dangling symlink"])
-def test_a_sluice_dir_that_is_not_a_directory_is_a_clear_error(fleet_factory, git_daemon, file_clock, what) -> None:
+def test_a_sluice_dir_that_is_not_a_directory_is_moved_aside(fleet_factory, git_daemon, file_clock, what) -> None:
     clock, clock_file = file_clock
     fleet = fleet_factory(("host-a", "host-b"), url=git_daemon, clock=clock)
     sluice = fleet.hosts["host-a"].path / ".git" / "sluice"
@@ -362,10 +363,12 @@ def test_a_sluice_dir_that_is_not_a_directory_is_a_clear_error(fleet_factory, gi
         sluice.write_text("x\n")
     else:
         sluice.symlink_to(sluice.parent / "gone" / "away")
-    for args in (("status",), ("intake",), ("lease",), ("api", "user")):
+    for n, args in enumerate((("status",), ("intake",), ("lease",), ("api", "user"))):
         done = run_cli(fleet, "host-a", clock_file, *args)
         assert "Traceback" not in done.stderr, done.stderr
-        assert done.returncode != 0 and "move it aside" in done.stderr, done.stderr
+        assert done.returncode == 0, done.stderr
+        assert ("moved to sluice.corrupt-1" in done.stderr) == (n == 0), done.stderr  # once, in one line
+    assert sluice.is_dir() and os.path.lexists(sluice.with_name("sluice.corrupt-1"))  # set aside, not deleted
 
 
 def test_an_unusable_state_home_and_a_store_of_another_schema(fleet_factory, git_daemon, file_clock, tmp_path) -> None:
