@@ -9,8 +9,9 @@ part of a round by (said once) while the local work goes on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import field
+from typing import TYPE_CHECKING
 
 from ..errors import AllowanceSpent, CredentialsRefused, Interrupted, SluiceError, local_time
 from ..forge.client import ForgeError, ForgeUnavailable
@@ -26,6 +27,9 @@ from ..runtime.session import Session, fetch_and_adopt, reread_credentials
 from ..runtime.stopper import Stopper
 from ..runtime.watching import next_wake, publish_surveys, tick_watch
 from ._roles import Say, sleep_until
+
+if TYPE_CHECKING:
+    from ..intake.hostwatch import HostWatch
 
 log = logging.getLogger("git_sluice")
 
@@ -65,72 +69,96 @@ def drive(
     intake, keeper = intake_for(session, role="driver")
     state = DriverState()
     tick = max(1.0, min(session.settings.discovery, session.settings.lease / 3))
-    revs: dict[str, str | None] = {}
-    held: set[str] = set()
-    refusal = Refusal()
+    ticking = _Ticking(session, chosen, intake, keeper, state, say, tick)
     try:
         while not stopper.stopped:
             state.ticks += 1
             started = session.clock.time()
-            if refusal.holding_off(started):  # refused credentials: no call, no lease, until the back-off ends
+            if ticking.refusal.holding_off(started):  # refused credentials: no call, no lease, until the back-off ends
                 if max_ticks is not None and state.ticks >= max_ticks:
                     break
-                sleep_until(session, min(started + tick, refusal.until or started), stopper)
+                sleep_until(session, min(started + tick, ticking.refusal.until or started), stopper)
                 continue
-            if refusal.due(started):
-                reread_credentials(session)
-                refusal.retried()
-                say("reading the credentials again and trying once")
-            # a look of this host's within half a tick (the watch's, at its tick) is this tick's look
-            fetch_and_adopt(session, *branch_refspecs(session, chosen), share=max(SHARE_WINDOW, tick / 2))
-            views = _ensure_leases(keeper, chosen, tick, state, say)
-            for branch, view in views.items():
-                was = branch in held
-                if view.mine and view.live:
-                    held.add(branch)
-                    if not was:
-                        say(f"{branch}: holding the lease ({view.note})")
-                else:
-                    held.discard(branch)
-                    if was or state.ticks == 1:
-                        say(f"{branch}: {view.describe()}")
-            # the host watch watches every branch this driver follows: what this host holds it reads (and
-            # surveys for the fleet), what another host holds it takes from that host's survey, no call
-            watch = None
-            try:
-                watch = tick_watch(session, chosen)
-                if watch is not None:
-                    intake.watch = watch  # (a driver whose first try met a 401 started without one)
-                for branch in chosen:
-                    rev = session.repo.ref(f"refs/remotes/{session.settings.remote}/{branch}")
-                    moved = branch in revs and revs[branch] != rev
-                    revs[branch] = rev
-                    report = _driver_round(session, intake, branch, "moved" if moved else "discovery", state, say)
-                    if report is not None:
-                        state.rounds.append(report)
-                        refusal.accepted()
-                        if report.outcome in ("taken-in", "deferred"):
-                            say(report.summary())
-                        elif report.outcome == "unleased":
-                            state.say_once(branch, report.summary(), say)
-                # the heads these rounds queued as waiting: their baseline now; then what this host took
-                # in, for the hosts that mirror it (one push, where it changed, carrying the renewals
-                # the next tick would push)
-                tick_watch(session, chosen)
-                publish_surveys(session, chosen, keeper=keeper)
-                _renew_due(keeper, held, state, say)
-            except CredentialsRefused as exc:
-                until = refusal.refused(session.clock.time())
-                say(f"{exc}; asking GitHub nothing until {local_time(until)}, then reading the credentials again")
-                if held:
-                    _let_go(keeper, held, say)
+            watch = ticking.tick(started)
             if max_ticks is not None and state.ticks >= max_ticks:
                 break
             sleep_until(session, next_wake(session, watch, started, tick), stopper)
     finally:
-        if held and let_go:
-            _let_go(keeper, held, say)
+        if ticking.held and let_go:
+            _let_go(keeper, ticking.held, say)
     return state
+
+
+class _Ticking:
+    """One driver's ticks: what it holds, the branches' last revisions, its refused-credentials back-off."""
+
+    def __init__(self, session: Session, chosen: list[str], intake: Intake, keeper: LeaseKeeper, state: DriverState,
+                 say: Say, tick: float) -> None:
+        self.session, self.chosen, self.intake, self.keeper = session, chosen, intake, keeper
+        self.state, self.say, self.tick_length = state, say, tick
+        self.revs: dict[str, str | None] = {}
+        self.held: set[str] = set()
+        self.refusal = Refusal()
+
+    def tick(self, started: float) -> HostWatch | None:
+        """The look, the leases, the rounds, the fleet's survey and the renewals; the watch ticked, if any."""
+        session, say = self.session, self.say
+        if self.refusal.due(started):
+            reread_credentials(session)
+            self.refusal.retried()
+            say("reading the credentials again and trying once")
+        # a look of this host's within half a tick (the watch's, at its tick) is this tick's look
+        fetch_and_adopt(session, *branch_refspecs(session, self.chosen), share=max(SHARE_WINDOW, self.tick_length / 2))
+        self._held(_ensure_leases(self.keeper, self.chosen, self.tick_length, self.state, say))
+        # the host watch watches every branch this driver follows: what this host holds it reads (and
+        # surveys for the fleet), what another host holds it takes from that host's survey, no call
+        watch = None
+        try:
+            watch = tick_watch(session, self.chosen)
+            if watch is not None:
+                self.intake.watch = watch  # (a driver whose first try met a 401 started without one)
+            for branch in self.chosen:
+                self._round(branch)
+            # the heads these rounds queued as waiting: their baseline now; then what this host took
+            # in, for the hosts that mirror it (one push, where it changed, carrying the renewals
+            # the next tick would push)
+            tick_watch(session, self.chosen)
+            publish_surveys(session, self.chosen, keeper=self.keeper)
+            _renew_due(self.keeper, self.held, self.state, say)
+        except CredentialsRefused as exc:
+            until = self.refusal.refused(session.clock.time())
+            say(f"{exc}; asking GitHub nothing until {local_time(until)}, then reading the credentials again")
+            if self.held:
+                _let_go(self.keeper, self.held, say)
+        return watch
+
+    def _held(self, views: Mapping[str, LeaseView]) -> None:
+        """Which branches this host now holds; say what changed (and everything on the first tick)."""
+        for branch, view in views.items():
+            was = branch in self.held
+            if view.mine and view.live:
+                self.held.add(branch)
+                if not was:
+                    self.say(f"{branch}: holding the lease ({view.note})")
+            else:
+                self.held.discard(branch)
+                if was or self.state.ticks == 1:
+                    self.say(f"{branch}: {view.describe()}")
+
+    def _round(self, branch: str) -> None:
+        rev = self.session.repo.ref(f"refs/remotes/{self.session.settings.remote}/{branch}")
+        moved = branch in self.revs and self.revs[branch] != rev
+        self.revs[branch] = rev
+        report = _driver_round(self.session, self.intake, branch, "moved" if moved else "discovery", self.state,
+                               self.say)
+        if report is None:
+            return
+        self.state.rounds.append(report)
+        self.refusal.accepted()
+        if report.outcome in ("taken-in", "deferred"):
+            self.say(report.summary())
+        elif report.outcome == "unleased":
+            self.state.say_once(branch, report.summary(), self.say)
 
 
 def _ensure_leases(
