@@ -27,10 +27,8 @@ ALLOWED: dict[str, int] = {
     "intake/hostwatch.py:HostWatch._graphql_repos": 131,
     "intake/round.py:Intake._take_in": 117,
     "intake/hostwatch.py:HostWatch._read_moved": 96,
-    "commands/wait.py:wait_for": 80,
     "intake/watch.py:build_watch_query": 74,
     "intake/hostwatch.py:HostWatch._tick": 74,
-    "commands/wait.py:_follow_alone": 67,
     "intake/watch.py:parse_watch_answer": 62,
 }
 

@@ -9,6 +9,7 @@ asks GitHub only when the request moved.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import field
 from typing import Any
 
@@ -16,12 +17,14 @@ from ..errors import Interrupted, SluiceError, TimedOut
 from ..intake import follow as fl
 from ..intake import graphql as gq
 from ..intake.followstore import Followed, FollowStore
-from ..intake.hostwatch import HostWatch
+from ..intake.hostwatch import BaseView, HostWatch
 from ..intake.queue import derive_state
 from ..intake.request import Request
 from ..intake.round import Intake
 from ..records import record
 from ..remote.git import RemoteRefused, RemoteUnreachable
+from ..remote.lease import LeaseView
+from ..remote.leases import LeaseKeeper
 from ..runtime.rounds import branch_refspecs, intake_for
 from ..runtime.session import Session, fetch_and_adopt
 from ..runtime.stopper import Stopper
@@ -83,16 +86,9 @@ def wait_for(
     if following.memory.branch != branch:
         following.memory = Followed(branch=branch)
         following.save(session)  # a wait run again (even one that timed out before its first look) asks it no more
-    history: list[str] = []
-    last_said: str | None = None
+    told = _Told(say)
+    tell, history = told.tell, told.history
     took = False
-
-    def tell(text: str) -> None:
-        nonlocal last_said
-        if text != last_said:
-            last_said = text
-            history.append(text)
-            say(text)
 
     try:
         while True:
@@ -100,16 +96,10 @@ def wait_for(
                 raise Interrupted(f"wait for #{number} stopped ({stopper.name}); nothing more is asked")
             now = clock.time()
             if deadline is not None and now >= deadline:
-                raise TimedOut(f"#{number} reached no outcome within the timeout (last: {last_said or 'unknown'})")
+                raise TimedOut(f"#{number} reached no outcome within the timeout (last: {told.last or 'unknown'})")
             fetch_and_adopt(session, *branch_refspecs(session, [branch]), share=look)
-            view = keeper.read(branch)
-            if view.absent or view.takes_in or view.mine or not view.live:
-                # absent, ours, or lapsed: take, renew or take over (a writer takes in only on its own push)
-                try:
-                    view = keeper.ensure([branch], fetch=False)[branch]
-                    took = took or (view.mine and view.role == "wait")
-                except (RemoteUnreachable, RemoteRefused) as exc:
-                    log.info("wait: could not take the lease (%s); following #%s alone", exc, number)
+            view, mine = _lease_of(keeper, branch, number)
+            took = took or mine
             remaining = None if deadline is None else max(deadline - clock.time(), 0.0)
             wait_deadline = None if remaining is None else clock.time() + remaining
             if view.takes_in:
@@ -119,10 +109,7 @@ def wait_for(
                 state = _follow_alone(session, intake, branch, number, wait_deadline, following)
                 interval = following.interval(session)
                 if following.retarget is not None:
-                    following.done(branch, session.clock.time())
-                    branch, following.retarget = following.retarget, None
-                    following.memory = Followed(branch=branch)
-                    tell(f"#{number}: retargeted to {branch}")
+                    branch = _retarget(session, following, branch, number, tell)
             if state is not None:
                 tell(f"#{number}: {state}")
                 if state in OUTCOMES:
@@ -134,12 +121,56 @@ def wait_for(
             sleep_until(session, target, stopper)
     finally:
         if took:
-            try:
-                keeper.release([branch])
-                if stopper.stopped:
-                    say(f"let go of the lease of {branch}")
-            except SluiceError as exc:
-                log.warning("could not let go of the wait's lease: %s", exc)
+            _let_go(keeper, branch, stopper, say)
+
+
+class _Told:
+    """What a wait said, each line once in a row: its history, and the last for a timeout's message."""
+
+    def __init__(self, say: Say) -> None:
+        self.say = say
+        self.history: list[str] = []
+        self.last: str | None = None
+
+    def tell(self, text: str) -> None:
+        if text != self.last:
+            self.last = text
+            self.history.append(text)
+            self.say(text)
+
+
+def _let_go(keeper: LeaseKeeper, branch: str, stopper: Stopper, say: Say) -> None:
+    try:
+        keeper.release([branch])
+        if stopper.stopped:
+            say(f"let go of the lease of {branch}")
+    except SluiceError as exc:
+        log.warning("could not let go of the wait's lease: %s", exc)
+
+
+def _lease_of(keeper: LeaseKeeper, branch: str, number: int) -> tuple[LeaseView, bool]:
+    """The branch's lease as this wait finds it, taken, renewed or taken over where it is free or
+    ours (a writer takes in only on its own push); and whether this wait now holds it."""
+    view = keeper.read(branch)
+    if not (view.absent or view.takes_in or view.mine or not view.live):
+        return view, False
+    try:
+        view = keeper.ensure([branch], fetch=False)[branch]
+    except (RemoteUnreachable, RemoteRefused) as exc:
+        log.info("wait: could not take the lease (%s); following #%s alone", exc, number)
+        return view, False
+    return view, view.mine and view.role == "wait"
+
+
+def _retarget(session: Session, following: _Following, branch: str, number: int,
+              tell: Callable[[str], None]) -> str:
+    """The request moved to another base: the wait follows it there, from a clean memory."""
+    assert following.retarget is not None
+    following.done(branch, session.clock.time())
+    branch, following.retarget = following.retarget, None
+    following.memory = Followed(branch=branch)
+    tell(f"#{number}: retargeted to {branch}")
+    return branch
 
 
 def _follow_by_round(session: Session, intake: Intake, branch: str, number: int, deadline: float | None) -> str | None:
@@ -254,44 +285,58 @@ def _follow_alone(
     if what == "draft":
         state = "draft"
     elif what == "gone":
-        pr, _unchanged = _pull(session, number, deadline)
-        state = _ended(pr)
-        base = pr.get("base") if pr is not None else None
-        ref = base.get("ref") if isinstance(base, dict) else None
-        if state is None and isinstance(ref, str) and ref and ref != branch:
-            following.retarget = ref
-    elif what == "read" and item is not None and memory.seen.snapshot is None and (standing := fl.standing_outcome(
+        state = _gone(session, number, branch, deadline, following)
+    elif what == "read":
+        state, read = _read_state(session, view, item, number, moved, memory, deadline)
+    memory.seen = fl.after(memory.seen, what, epoch=view.epoch, tick=view.tick, item=item, read=read)
+    following.save(session)
+    return state
+
+
+def _gone(session: Session, number: int, branch: str, deadline: float | None, following: _Following) -> str | None:
+    """The request left the open list: one conditional GET says merged, closed or retargeted."""
+    pr, _unchanged = _pull(session, number, deadline)
+    state = _ended(pr)
+    base = pr.get("base") if pr is not None else None
+    ref = base.get("ref") if isinstance(base, dict) else None
+    if state is None and isinstance(ref, str) and ref and ref != branch:
+        following.retarget = ref
+    return state
+
+
+def _read_state(
+    session: Session, view: BaseView, item: Request | None, number: int, moved: bool, memory: Followed,
+    deadline: float | None,
+) -> tuple[str | None, bool]:
+    """The request moved: its state, and whether it was read — from the last outcome, the watch's
+    inputs, a reading the tick holds, or one GraphQL read of its own (in that order of cost)."""
+    if item is not None and memory.seen.snapshot is None and (standing := fl.standing_outcome(
         memory.outcome, epoch=view.epoch, item=item, active_tick=view.active_tick,
         head_moved_after=view.heads.get(item.head_sha),
     )) is not None:
         # a wait run again on a request whose repository has not moved since the last wait's outcome
-        read = True
-        state = standing
-    elif what == "read" and item is not None and number in view.inputs:
+        return standing, True
+    if item is not None and number in view.inputs:
         # the watch's query said what the state is derived from, for the whole host: no reading of its own
         review, checks, mergeable = view.inputs[number]
-        read = True
         memory.head = {"sha": item.head_sha, "updated_at": item.updated_at, "checks_state": checks, "draft": item.draft}
         state = derive_state(item.draft, review, checks, mergeable)
         memory.outcome = fl.outcome_record(state, epoch=view.epoch, tick=view.tick, item=item, checks=checks)
-    elif what == "read":
-        reading = view.readings.get(number) if item is not None and not moved else None
-        if reading is None or item is None or (reading.head_sha, reading.updated_at) != (item.head_sha,
-                                                                                         item.updated_at):
-            # (a reading the tick holds of the request as listed — the holder's survey reads every request
-            # it lists — says what moved for nothing; checks that moved since are asked, unless said above)
-            reading = _read_one(session, number, deadline)
-        read = reading is not None
-        if reading is not None:
-            memory.head = {"sha": reading.head_sha, "updated_at": reading.updated_at,
-                           "checks_state": reading.checks_state, "draft": reading.draft}
-            state = _state_of(reading)
-            if item is not None and (reading.head_sha, reading.updated_at) == (item.head_sha, item.updated_at):
-                memory.outcome = fl.outcome_record(state, epoch=view.epoch, tick=view.tick, item=item,
-                                                   checks=reading.checks_state)
-    memory.seen = fl.after(memory.seen, what, epoch=view.epoch, tick=view.tick, item=item, read=read)
-    following.save(session)
-    return state
+        return state, True
+    reading = view.readings.get(number) if item is not None and not moved else None
+    if reading is None or item is None or (reading.head_sha, reading.updated_at) != (item.head_sha, item.updated_at):
+        # (a reading the tick holds of the request as listed — the holder's survey reads every request
+        # it lists — says what moved for nothing; checks that moved since are asked, unless said above)
+        reading = _read_one(session, number, deadline)
+    if reading is None:
+        return None, False
+    memory.head = {"sha": reading.head_sha, "updated_at": reading.updated_at,
+                   "checks_state": reading.checks_state, "draft": reading.draft}
+    state = _state_of(reading)
+    if item is not None and (reading.head_sha, reading.updated_at) == (item.head_sha, item.updated_at):
+        memory.outcome = fl.outcome_record(state, epoch=view.epoch, tick=view.tick, item=item,
+                                           checks=reading.checks_state)
+    return state, True
 
 
 def _read_one(session: Session, number: int, deadline: float | None) -> Request | None:
