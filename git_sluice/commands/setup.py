@@ -344,6 +344,26 @@ def install(
         )
     report.add("hooks folder", str(directory), "core.hooksPath" if shared else "this clone's hooks")
 
+    _install_hooks(repo, directory, plans, manifest, report, verify, into_tracked=into_tracked)
+
+    _drop_legacy_refspec(repo, manifest, report, sluice_dir)
+    if json.dumps(manifest, sort_keys=True) != before:
+        _save_manifest(sluice_dir, manifest)
+    # after every config change, so the hooks see a filter newer than the config
+    hook_round.refresh_filter(repo, sluice_dir)
+
+    report.add("config", "ok", f"remote {settings.remote}, branches {', '.join(settings.branches)}")
+    _check_token(settings, report, token_finder)
+    return report
+
+
+def _install_hooks(
+    repo: Repo, directory: Path, plans: Mapping[str, tuple[str, Path]], manifest: dict[str, Any], report: Report,
+    verify: Verifier, *, into_tracked: bool,
+) -> None:
+    """Each hook where its plan puts it: config-defined, a file (maybe under pre-commit's), or a line."""
+    mode = report.mode or "files"
+    sluice_dir = Path(repo.common_dir) / "sluice"
     for name in HOOK_NAMES:
         plan, target = plans[name]
         if mode == "config" and plan != "ours":
@@ -367,16 +387,6 @@ def install(
             last = report.steps[-1]
             report.steps[-1] = Step(last.subject, last.status,
                                     f"{target}, under pre-commit's hook, which runs it first", last.changed)
-
-    _drop_legacy_refspec(repo, manifest, report, sluice_dir)
-    if json.dumps(manifest, sort_keys=True) != before:
-        _save_manifest(sluice_dir, manifest)
-    # after every config change, so the hooks see a filter newer than the config
-    hook_round.refresh_filter(repo, sluice_dir)
-
-    report.add("config", "ok", f"remote {settings.remote}, branches {', '.join(settings.branches)}")
-    _check_token(settings, report, token_finder)
-    return report
 
 
 def hook_plan(name: str, mode: str, *, exists: bool, ours: bool, problem: Callable[[], str | None]) -> str:
