@@ -46,7 +46,7 @@ from ..gitcli import parse_version
 from ..records import record
 from ..remote.git import LEGACY_REFSPEC
 from ..statefile import write_atomic
-from . import hook_managers
+from . import _hook_managers
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -415,7 +415,7 @@ def _plan_at(path: Path, mode: str) -> str:
 
 
 def placement(repo: Repo, path: Path, mode: str, *, into_tracked: bool = False) -> tuple[str, Path]:
-    """(plan, where) for hook ``path``, beside the other hook managers (:mod:`.hook_managers`).
+    """(plan, where) for hook ``path``, beside the other hook managers (:mod:`._hook_managers`).
 
     Beside :func:`hook_plan`'s plans: ``repair`` (ours at the hook and
     pre-commit's at ``.legacy``, as an older setup left it: swap them), and
@@ -428,12 +428,12 @@ def placement(repo: Repo, path: Path, mode: str, *, into_tracked: bool = False) 
     if mode == "config":
         return _plan_at(path, mode), path
     if is_ours(path):
-        return ("repair", legacy) if hook_managers.is_pre_commit(legacy) else ("ours", path)
-    if hook_managers.is_pre_commit(path):
+        return ("repair", legacy) if _hook_managers.is_pre_commit(legacy) else ("ours", path)
+    if _hook_managers.is_pre_commit(path):
         return _plan_at(legacy, mode), legacy
-    if hook_managers.is_husky_stub(path):
-        return "line", hook_managers.husky_script(path)
-    if not into_tracked and any(hook_managers.shows_in_status(repo, p) for p in (path, legacy)):
+    if _hook_managers.is_husky_stub(path):
+        return "line", _hook_managers.husky_script(path)
+    if not into_tracked and any(_hook_managers.shows_in_status(repo, p) for p in (path, legacy)):
         return "line", path
     return _plan_at(path, mode), path
 
@@ -466,12 +466,12 @@ def _install_line(name: str, where: Path, manifest: dict[str, Any], report: Repo
         target.parent.mkdir(mode=0o700, exist_ok=True)
         _write_script(target, data)
     subject = f"hook {name}"
-    if hook_managers.has_line(where, name):
+    if _hook_managers.has_line(where, name):
         report.add(subject, "updated" if changed else "unchanged", f"a line in {where} runs {target}", changed=changed)
         return
     report.add(subject, "add a line", f"{where} is another program's or tracked; setup changes no such file",
                changed=changed)
-    report.todo.append({"hook": name, "file": str(where), "line": hook_managers.line_for(name),
+    report.todo.append({"hook": name, "file": str(where), "line": _hook_managers.line_for(name),
                         "create": "" if os.path.lexists(where) else "yes"})
 
 
@@ -717,7 +717,7 @@ def _undo_line(entry: Mapping[str, Any], report: Report) -> None:
         target.unlink()
         report.add(f"hook {name}", "removed", str(target), changed=True)
     where = Path(str(entry.get("file", "")))
-    if hook_managers.has_line(where, name):
+    if _hook_managers.has_line(where, name):
         report.warnings.append(
             f"{where} still has the git-sluice line (it does nothing now); remove it by hand if you like"
         )
@@ -728,7 +728,7 @@ def _inferred_manifest(directory: Path) -> dict[str, Any]:
     for name in HOOK_NAMES:
         path = directory / name
         under = path.with_name(name + LEGACY_SUFFIX)
-        if hook_managers.is_pre_commit(path) and is_ours(under):
+        if _hook_managers.is_pre_commit(path) and is_ours(under):
             path = under
         if is_ours(path):
             legacy = path.with_name(path.name + LEGACY_SUFFIX)
@@ -849,22 +849,22 @@ def locate(repo: Repo, directory: Path, name: str) -> dict[str, Any]:
     if is_ours(path):
         return {**found, "installed": True, "how": "file", "chained": os.path.lexists(legacy),
                 "current": path.read_bytes() == script(name)}
-    if hook_managers.is_pre_commit(path):
+    if _hook_managers.is_pre_commit(path):
         if is_ours(legacy):
             return {**found, "installed": True, "how": "under-pre-commit", "path": str(legacy), "runner": str(path),
                     "chained": os.path.lexists(legacy.with_name(legacy.name + LEGACY_SUFFIX)),
                     "current": legacy.read_bytes() == script(name)}
         return {**found, "todo": f"run git sluice setup (it puts git-sluice's hook at {legacy}, "
                                  "which pre-commit's hook runs first)"}
-    where = hook_managers.husky_script(path) if hook_managers.is_husky_stub(path) else path
+    where = _hook_managers.husky_script(path) if _hook_managers.is_husky_stub(path) else path
     target = Path(repo.common_dir) / "sluice" / "hooks" / name
-    if hook_managers.has_line(where, name):
+    if _hook_managers.has_line(where, name):
         if not is_ours(target):
             return {**found, "runner": str(where), "path": str(target), "todo": "run git sluice setup"}
         return {**found, "installed": True, "how": "line", "path": str(target), "runner": str(where),
                 "current": target.read_bytes() == script(name)}
-    if where != path or hook_managers.shows_in_status(repo, path):
+    if where != path or _hook_managers.shows_in_status(repo, path):
         verb = "add this line to" if os.path.lexists(where) else "create (executable) with #!/bin/sh and"
         return {**found, "runner": str(where),
-                "todo": f"run git sluice setup, then {verb} {where}: {hook_managers.line_for(name)}"}
+                "todo": f"run git sluice setup, then {verb} {where}: {_hook_managers.line_for(name)}"}
     return found

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from git_sluice.commands import hook_managers
+from git_sluice.commands import _hook_managers
 from git_sluice.commands import setup as installer
 from git_sluice.commands.doctor.checks import hook_check
 from git_sluice.commands.doctor.gather import gather_hooks
@@ -127,10 +127,10 @@ def test_pre_commit_installed_again_after_setup_both_run(pc_world: World) -> Non
     hooks = world.work / ".git" / "hooks"
     _pre_commit(world, "install", "-t", "pre-push")
     world.setup()
-    assert hook_managers.is_pre_commit(hooks / "pre-push"), "setup moved pre-commit's hook"
+    assert _hook_managers.is_pre_commit(hooks / "pre-push"), "setup moved pre-commit's hook"
     assert installer.is_ours(hooks / "pre-push.legacy")
     _pre_commit(world, "install", "-t", "pre-push")  # "Running in migration mode"
-    assert hook_managers.is_pre_commit(hooks / "pre-push") and installer.is_ours(hooks / "pre-push.legacy")
+    assert _hook_managers.is_pre_commit(hooks / "pre-push") and installer.is_ours(hooks / "pre-push.legacy")
 
     again = world.sluice("setup")
     assert again.returncode == 0, again.stderr
@@ -143,7 +143,7 @@ def test_pre_commit_installed_again_after_setup_both_run(pc_world: World) -> Non
 
     undone = world.sluice("setup", "--undo")
     assert undone.returncode == 0, undone.stderr
-    assert hook_managers.is_pre_commit(hooks / "pre-push")
+    assert _hook_managers.is_pre_commit(hooks / "pre-push")
     assert not (hooks / "pre-push.legacy").exists() and not (hooks / "reference-transaction").exists()
 
 
@@ -223,10 +223,10 @@ def test_husky_tracked_hooks_get_a_line_not_a_change(make_world, layout: str) ->
     assert proc.returncode == 0, proc.stderr
     assert _status(world) == "", "setup changed the work tree"
     assert {p: p.read_bytes() for p in before} == before
-    assert hook_managers.line_for("pre-push") in proc.stdout
+    assert _hook_managers.line_for("pre-push") in proc.stdout
     assert str(husky / "pre-push") in proc.stdout
     doctor = dict((name, (status, fix)) for name, status, _d, fix in _doctor_hooks(world))
-    assert doctor["hook pre-push"][0] == "fail" and hook_managers.line_for("pre-push") in doctor["hook pre-push"][1]
+    assert doctor["hook pre-push"][0] == "fail" and _hook_managers.line_for("pre-push") in doctor["hook pre-push"][1]
 
     _add_lines(world)
     again = world.sluice("setup")
