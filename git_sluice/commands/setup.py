@@ -337,7 +337,8 @@ def install(
     plans = {name: placement(repo, directory / name, mode, into_tracked=into_tracked) for name in HOOK_NAMES}
     manifest = load_manifest(sluice_dir) or _empty_manifest()
     before = json.dumps(manifest, sort_keys=True)
-    if shared:
+    inside = repo.workdir is not None and Path(repo.workdir) in directory.parents
+    if shared and not inside:
         report.warnings.append(
             f"core.hooksPath is set: the hooks go to {directory}, which may serve other repositories "
             "too (they do nothing in a repository that was not set up)"
