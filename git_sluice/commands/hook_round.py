@@ -61,6 +61,8 @@ WARNED_NAME = "hook-warned"
 """The pid of the git command last warned that git-sluice is not on PATH (one warning per command)."""
 WAIT_LIMIT = 3600.0
 """How long a runner waits for its git command (a slow push) before it goes on anyway."""
+SIBLING_WAIT = 10.0
+"""How long a runner waits for this clone's other git commands that left an inbox (a burst of fetches)."""
 
 
 
@@ -444,6 +446,26 @@ def wait_for_exit(pid: int, clock: Clock, limit: float = WAIT_LIMIT) -> bool:
     return True
 
 
+def wait_for_siblings(sluice_dir: Path, clock: Clock, own: Path | None, limit: float = SIBLING_WAIT) -> None:
+    """Wait, at most ``limit`` seconds in all, for the other git commands of this clone that left an inbox.
+
+    Concurrent fetches in one clone contend for the same ref locks, and a
+    round that starts while the others still run competes with them for the
+    processor, so each holds its locks a little longer (issue 33). Waiting for
+    the burst to end also folds it into one round: the first runner then takes
+    every inbox, and the others find theirs taken.
+    """
+    deadline = clock.monotonic() + limit
+    for path in sorted(sluice_dir.glob(INBOX_PREFIX + "*")):
+        pid = _inbox_pid(path)
+        if pid is None or (own is not None and path.name == own.name):
+            continue
+        remaining = deadline - clock.monotonic()
+        if remaining <= 0:
+            return
+        wait_for_exit(pid, clock, remaining)
+
+
 def _take(path: Path) -> str | None:
     """Claim a file by renaming it first: of two runners, exactly one reads it."""
     claimed = path.with_name(f".{path.name}.taken.{os.getpid()}.{os.urandom(4).hex()}")
@@ -625,6 +647,7 @@ def _run_hook_round(
     try:
         if wait_pid is not None:
             wait_for_exit(wait_pid, clock, wait_limit)
+            wait_for_siblings(sluice_dir, clock, inbox, min(wait_limit, SIBLING_WAIT))
         if inbox is not None:
             inbox = inbox.resolve()
         if inbox is not None and (inbox.parent != sluice_dir.resolve() or not inbox.name.startswith(INBOX_PREFIX)):

@@ -46,6 +46,7 @@ from ..gitcli import parse_version
 from ..records import record
 from ..remote.git import LEGACY_REFSPEC
 from ..statefile import parse_json, write_atomic
+from . import _hook_managers
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -89,6 +90,7 @@ class Report:
     remote: str | None = None
     branches: list[str] = field(default_factory=list)
     token_source: str | None = None
+    todo: list[dict[str, str]] = field(default_factory=list)  # lines to add to another program's hooks
 
     @property
     def changed(self) -> bool:
@@ -109,6 +111,7 @@ class Report:
             "token": {"found": self.token_source is not None, "source": self.token_source},
             "steps": [step.as_dict() for step in self.steps],
             "warnings": self.warnings,
+            "todo": self.todo,
         }
 
 
@@ -188,14 +191,14 @@ def load_manifest(sluice_dir: Path) -> dict[str, Any] | None:
         return None
     if not isinstance(data, dict):
         return None
-    for key in ("hooks", "config_hooks", "refspecs", "dirs"):
+    for key in ("hooks", "config_hooks", "refspecs", "dirs", "lines"):
         if not isinstance(data.get(key), list):
             data[key] = []
     return data
 
 
 def _empty_manifest() -> dict[str, Any]:
-    return {"version": 1, "hooks": [], "config_hooks": [], "refspecs": [], "dirs": []}
+    return {"version": 1, "hooks": [], "config_hooks": [], "refspecs": [], "dirs": [], "lines": []}
 
 
 def _save_manifest(sluice_dir: Path, manifest: Mapping[str, Any]) -> None:
@@ -308,8 +311,14 @@ def install(
     git_version: tuple[int, ...] | None = None,
     verify: Verifier = verify_config_hook,
     token_finder: TokenFinder = _default_token_finder,
+    into_tracked: bool = False,
 ) -> Report:
-    """Set the clone up (idempotent). Raises ConfigError / SetupRefused (exit 2) before changing anything."""
+    """Set the clone up (idempotent). Raises ConfigError / SetupRefused (exit 2) before changing anything.
+
+    ``into_tracked`` (``--into-tracked-hooks``) lets setup write hook files that
+    ``git status`` would show (a tracked hooks folder, as husky keeps); without
+    it setup prints the line to add there instead.
+    """
     from . import hook_round
     from ..config import load_settings
 
@@ -324,23 +333,19 @@ def install(
     mode = choose_mode(version)
     report.mode = mode
 
-    plans = {name: _plan_at(directory / name, mode) for name in HOOK_NAMES}  # every refusal before the first change
+    # every refusal before the first change
+    plans = {name: placement(repo, directory / name, mode, into_tracked=into_tracked) for name in HOOK_NAMES}
     manifest = load_manifest(sluice_dir) or _empty_manifest()
     before = json.dumps(manifest, sort_keys=True)
-    if shared:
+    inside = repo.workdir is not None and Path(repo.workdir) in directory.parents
+    if shared and not inside:
         report.warnings.append(
             f"core.hooksPath is set: the hooks go to {directory}, which may serve other repositories "
             "too (they do nothing in a repository that was not set up)"
         )
     report.add("hooks folder", str(directory), "core.hooksPath" if shared else "this clone's hooks")
 
-    for name in HOOK_NAMES:
-        plan = plans[name]
-        if mode == "config" and plan != "ours":
-            if _install_config_hook(repo, name, sluice_dir, manifest, report, verify):
-                continue
-            plan = _plan_at(directory / name, "files")  # git did not list it: a hook file, chained if need be
-        _install_file_hook(name, directory / name, plan, manifest, report, sluice_dir)
+    _install_hooks(repo, directory, plans, manifest, report, verify, into_tracked=into_tracked)
 
     _drop_legacy_refspec(repo, manifest, report, sluice_dir)
     if json.dumps(manifest, sort_keys=True) != before:
@@ -351,6 +356,38 @@ def install(
     report.add("config", "ok", f"remote {settings.remote}, branches {', '.join(settings.branches)}")
     _check_token(settings, report, token_finder)
     return report
+
+
+def _install_hooks(
+    repo: Repo, directory: Path, plans: Mapping[str, tuple[str, Path]], manifest: dict[str, Any], report: Report,
+    verify: Verifier, *, into_tracked: bool,
+) -> None:
+    """Each hook where its plan puts it: config-defined, a file (maybe under pre-commit's), or a line."""
+    mode = report.mode or "files"
+    sluice_dir = Path(repo.common_dir) / "sluice"
+    for name in HOOK_NAMES:
+        plan, target = plans[name]
+        if mode == "config" and plan != "ours":
+            if _install_config_hook(repo, name, sluice_dir, manifest, report, verify):
+                continue
+            # git did not list it: a hook file, chained if need be
+            plan, target = placement(repo, directory / name, "files", into_tracked=into_tracked)
+        if plan == "line":
+            _install_line(name, target, manifest, report, sluice_dir)
+            continue
+        if plan == "repair":
+            _repair_under_pre_commit(name, directory / name, manifest, sluice_dir)
+            plan = "ours"
+        if target != directory / name:  # under pre-commit's hook: whatever we had recorded at its path is gone
+            _forget_hook(manifest, directory / name)
+        _install_file_hook(name, target, plan, manifest, report, sluice_dir)
+        if target != directory / name:
+            entry = _hook_entry(manifest, target)
+            if entry is not None and entry.get("under") != str(directory / name):
+                entry["under"] = str(directory / name)
+            last = report.steps[-1]
+            report.steps[-1] = Step(last.subject, last.status,
+                                    f"{target}, under pre-commit's hook, which runs it first", last.changed)
 
 
 def hook_plan(name: str, mode: str, *, exists: bool, ours: bool, problem: Callable[[], str | None]) -> str:
@@ -378,6 +415,67 @@ def _plan_at(path: Path, mode: str) -> str:
     return hook_plan(path.name, mode, exists=exists, ours=exists and is_ours(path), problem=lambda: chain_problem(path))
 
 
+def placement(repo: Repo, path: Path, mode: str, *, into_tracked: bool = False) -> tuple[str, Path]:
+    """(plan, where) for hook ``path``, beside the other hook managers (:mod:`._hook_managers`).
+
+    Beside :func:`hook_plan`'s plans: ``repair`` (ours at the hook and
+    pre-commit's at ``.legacy``, as an older setup left it: swap them), and
+    ``line`` (the hook is a tracked file, or would be a new file ``git status``
+    shows, or a husky 9 stub: setup writes the script to the sluice dir and
+    names the line to add to ``where``). Under pre-commit's hook, ``where`` is
+    ``<hook>.legacy``, which pre-commit runs first.
+    """
+    legacy = path.with_name(path.name + LEGACY_SUFFIX)
+    if mode == "config":
+        return _plan_at(path, mode), path
+    if is_ours(path):
+        return ("repair", legacy) if _hook_managers.is_pre_commit(legacy) else ("ours", path)
+    if _hook_managers.is_pre_commit(path):
+        return _plan_at(legacy, mode), legacy
+    if _hook_managers.is_husky_stub(path):
+        return "line", _hook_managers.husky_script(path)
+    if not into_tracked and any(_hook_managers.shows_in_status(repo, p) for p in (path, legacy)):
+        return "line", path
+    return _plan_at(path, mode), path
+
+
+def _forget_hook(manifest: dict[str, Any], path: Path) -> None:
+    manifest["hooks"] = [e for e in manifest["hooks"] if not (isinstance(e, dict) and e.get("path") == str(path))]
+
+
+def _repair_under_pre_commit(name: str, path: Path, manifest: dict[str, Any], sluice_dir: Path) -> None:
+    """Ours at the hook, pre-commit's at ``.legacy`` (an older setup's chain, which refuses every push):
+    pre-commit's goes back to the hook, byte for byte, and ours goes under it, where pre-commit runs it."""
+    legacy = path.with_name(path.name + LEGACY_SUFFIX)
+    _forget_hook(manifest, path)
+    _forget_hook(manifest, legacy)
+    manifest["hooks"].append({"name": name, "path": str(legacy), "action": "created", "under": str(path)})
+    _save_manifest(sluice_dir, manifest)
+    os.replace(legacy, path)
+    _write_script(legacy, script(name))
+
+
+def _install_line(name: str, where: Path, manifest: dict[str, Any], report: Report, sluice_dir: Path) -> None:
+    """Our script in the sluice dir, and the line that runs it, for a hook file setup does not change."""
+    target = sluice_dir / "hooks" / name
+    data = script(name)
+    if not any(isinstance(e, dict) and e.get("script") == str(target) for e in manifest["lines"]):
+        manifest["lines"].append({"name": name, "script": str(target), "file": str(where)})
+        _save_manifest(sluice_dir, manifest)
+    changed = not (target.is_file() and target.read_bytes() == data)
+    if changed:
+        target.parent.mkdir(mode=0o700, exist_ok=True)
+        _write_script(target, data)
+    subject = f"hook {name}"
+    if _hook_managers.has_line(where, name):
+        report.add(subject, "updated" if changed else "unchanged", f"a line in {where} runs {target}", changed=changed)
+        return
+    report.add(subject, "add a line", f"{where} is another program's or tracked; setup changes no such file",
+               changed=changed)
+    report.todo.append({"hook": name, "file": str(where), "line": _hook_managers.line_for(name),
+                        "create": "" if os.path.lexists(where) else "yes"})
+
+
 def _install_file_hook(
     name: str, path: Path, plan: str, manifest: dict[str, Any], report: Report, sluice_dir: Path
 ) -> None:
@@ -391,7 +489,7 @@ def _install_file_hook(
             report.add(subject, "updated", str(path), changed=True)
         if _hook_entry(manifest, path) is None:
             # a manifest lost since: infer what setup had done, so undo still restores it
-            legacy = path.with_name(name + LEGACY_SUFFIX)
+            legacy = path.with_name(path.name + LEGACY_SUFFIX)
             action = "chained" if os.path.lexists(legacy) else "created"
             manifest["hooks"].append({"name": name, "path": str(path), "action": action})
         return
@@ -402,7 +500,7 @@ def _install_file_hook(
         _write_script(path, data)
         report.add(subject, "installed", str(path), changed=True)
         return
-    legacy = path.with_name(name + LEGACY_SUFFIX)
+    legacy = path.with_name(path.name + LEGACY_SUFFIX)
     digest = hashlib.sha256(legacy_bytes(path)).hexdigest()
     manifest["hooks"].append(
         {"name": name, "path": str(path), "action": "chained", "legacy": str(legacy), "sha256": digest}
@@ -564,10 +662,14 @@ def undo(repo: Repo) -> Report:
         if isinstance(entry, dict):
             _undo_refspec(repo, entry, report)
         done("refspecs", entry)
+    for entry in list(manifest["lines"]):
+        if isinstance(entry, dict):
+            _undo_line(entry, report)
+        done("lines", entry)
     for top in reversed(manifest["dirs"]):
         _remove_empty_dirs(Path(str(top)))
 
-    remaining = bool(manifest["hooks"] or manifest["config_hooks"] or manifest["refspecs"])
+    remaining = bool(manifest["hooks"] or manifest["config_hooks"] or manifest["refspecs"] or manifest["lines"])
     if sluice_dir is not None:
         for name in files_undone(remaining):
             try:
@@ -610,12 +712,29 @@ def _unrecorded_manifest(repo: Repo, directory: Path, report: Report) -> dict[st
     return manifest
 
 
+def _undo_line(entry: Mapping[str, Any], report: Report) -> None:
+    """Remove the script a line ran; the line itself is in a file setup never changed: say so."""
+    name = str(entry.get("name", ""))
+    target = Path(str(entry.get("script", "")))
+    if is_ours(target):
+        target.unlink()
+        report.add(f"hook {name}", "removed", str(target), changed=True)
+    where = Path(str(entry.get("file", "")))
+    if _hook_managers.has_line(where, name):
+        report.warnings.append(
+            f"{where} still has the git-sluice line (it does nothing now); remove it by hand if you like"
+        )
+
+
 def _inferred_manifest(directory: Path) -> dict[str, Any]:
     manifest = _empty_manifest()
     for name in HOOK_NAMES:
         path = directory / name
+        under = path.with_name(name + LEGACY_SUFFIX)
+        if _hook_managers.is_pre_commit(path) and is_ours(under):
+            path = under
         if is_ours(path):
-            legacy = path.with_name(name + LEGACY_SUFFIX)
+            legacy = path.with_name(path.name + LEGACY_SUFFIX)
             action = "chained" if os.path.lexists(legacy) else "created"
             manifest["hooks"].append({"name": name, "path": str(path), "action": action})
     return manifest
@@ -693,15 +812,9 @@ def describe(repo: Repo) -> dict[str, Any]:
     for name in HOOK_NAMES:
         path = directory / name
         config_script = sluice_dir / "hooks" / name
-        if is_ours(path):
-            legacy = path.with_name(name + LEGACY_SUFFIX)
-            hooks[name] = {
-                "installed": True,
-                "how": "file",
-                "path": str(path),
-                "chained": os.path.lexists(legacy),
-                "current": path.read_bytes() == script(name),
-            }
+        found = locate(repo, directory, name)
+        if found["how"] in ("file", "under-pre-commit", "line"):
+            hooks[name] = {key: found[key] for key in ("installed", "how", "path", "chained", "current")}
         elif _config_value(repo, f"hook.{CONFIG_HOOK_PREFIX}{name}.command") is not None:
             hooks[name] = {
                 "installed": True,
@@ -722,3 +835,39 @@ def describe(repo: Repo) -> dict[str, Any]:
         "refspec": {"remote": remote, "value": LEGACY_REFSPEC, "present": LEGACY_REFSPEC in fetch},
         "recorded": sluice_dir.is_dir() and load_manifest(sluice_dir) is not None,
     }
+
+
+def locate(repo: Repo, directory: Path, name: str) -> dict[str, Any]:
+    """Where git-sluice's ``name`` hook is among the hook files (read-only; doctor and describe).
+
+    ``how``: ``file`` (ours at the hook), ``under-pre-commit`` (ours at
+    ``<hook>.legacy``, which pre-commit's hook runs first), ``line`` (a line in
+    another program's hook runs ours from the sluice dir) or None. ``runner``
+    is the file that runs ours; ``todo`` what to do when ours does not run.
+    """
+    path = directory / name
+    legacy = path.with_name(name + LEGACY_SUFFIX)
+    found: dict[str, Any] = {"installed": False, "how": None, "path": str(path), "runner": None,
+                             "chained": False, "current": False, "todo": None}
+    if is_ours(path):
+        return {**found, "installed": True, "how": "file", "chained": os.path.lexists(legacy),
+                "current": path.read_bytes() == script(name)}
+    if _hook_managers.is_pre_commit(path):
+        if is_ours(legacy):
+            return {**found, "installed": True, "how": "under-pre-commit", "path": str(legacy), "runner": str(path),
+                    "chained": os.path.lexists(legacy.with_name(legacy.name + LEGACY_SUFFIX)),
+                    "current": legacy.read_bytes() == script(name)}
+        return {**found, "todo": f"run git sluice setup (it puts git-sluice's hook at {legacy}, "
+                                 "which pre-commit's hook runs first)"}
+    where = _hook_managers.husky_script(path) if _hook_managers.is_husky_stub(path) else path
+    target = Path(repo.common_dir) / "sluice" / "hooks" / name
+    if _hook_managers.has_line(where, name):
+        if not is_ours(target):
+            return {**found, "runner": str(where), "path": str(target), "todo": "run git sluice setup"}
+        return {**found, "installed": True, "how": "line", "path": str(target), "runner": str(where),
+                "current": target.read_bytes() == script(name)}
+    if where != path or _hook_managers.shows_in_status(repo, path):
+        verb = "add this line to" if os.path.lexists(where) else "create (executable) with #!/bin/sh and"
+        return {**found, "runner": str(where),
+                "todo": f"run git sluice setup, then {verb} {where}: {_hook_managers.line_for(name)}"}
+    return found

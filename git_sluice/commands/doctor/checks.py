@@ -287,6 +287,8 @@ class HookState:
     config_section: str | None = None  # a config-defined hook setup recorded (git >= 2.54)
     config_listed: bool = False  # git lists it for the event
     config_current: bool = False
+    via: str | None = None  # another program's hook runs ours (pre-commit's, a line in a husky script)
+    todo: str | None = None  # what to run or add when ours does not run
 
 
 def hook_check(state: HookState) -> Check:
@@ -307,16 +309,19 @@ def hook_check(state: HookState) -> Check:
             )
         return Check(name, "ok", f"config-defined hook {state.config_section}; any hook file still runs as before")
     if not state.exists:
-        return Check(name, "fail", f"not installed at {where}: rounds do not start from git", "run git sluice setup")
+        return Check(name, "fail", f"not installed at {where}: rounds do not start from git",
+                     state.todo or "run git sluice setup")
     if not state.ours:
         return Check(
             name,
             "fail",
             f"{where} is another program's hook, not git-sluice's: rounds do not start from it",
-            "run git sluice setup (it keeps that hook and runs it first)",
+            state.todo or "run git sluice setup (it keeps that hook and runs it first)",
         )
     if not state.current:
         return Check(name, "warn", f"{where} is an older git-sluice script", "run git sluice setup to update it")
+    if state.via is not None:
+        where = f"{where}, {state.via}"
     if state.legacy is None:
         return Check(name, "ok", f"installed at {where}")
     if not state.legacy_runs:

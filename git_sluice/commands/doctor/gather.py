@@ -75,13 +75,16 @@ def gather_hooks(repo: Repo) -> list[HookState]:
     states = []
     for name in setup.HOOK_NAMES:
         shipped = setup.script(name)
-        path = directory / name
+        found = setup.locate(repo, directory, name)
+        path = Path(found["path"])
         exists = os.path.lexists(path)
-        ours = setup.is_ours(path)
+        ours = found["installed"]
         current = ours and _read(path) == shipped
-        legacy_path = path.with_name(name + setup.LEGACY_SUFFIX)
-        legacy = str(legacy_path) if ours and os.path.lexists(legacy_path) else None
+        legacy_path = path.with_name(path.name + setup.LEGACY_SUFFIX)
+        legacy = str(legacy_path) if ours and found["how"] != "line" and os.path.lexists(legacy_path) else None
         legacy_runs = legacy is not None and os.access(legacy_path, os.X_OK)
+        via = {"under-pre-commit": f"run first by pre-commit's hook at {found['runner']}",
+               "line": f"run by a line in {found['runner']}"}.get(str(found["how"]))
         section = None
         listed = config_current = False
         for entry in manifest.get("config_hooks", []):
@@ -102,6 +105,8 @@ def gather_hooks(repo: Repo) -> list[HookState]:
                 config_section=section,
                 config_listed=listed,
                 config_current=config_current,
+                via=via,
+                todo=found["todo"],
             )
         )
     return states
