@@ -51,6 +51,9 @@ ASK_PREFIX = "hook-ask."
 FILTER_NAME = "hook-filter"
 HEADS_NAME = "heads"
 LOCK_NAME = "hook-round.lock"
+RUNNER_NAME = "hook-runner"
+"""The pid of a runner at work in this clone: a hook's waiter that finds it alive starts no runner
+of its own and leaves its inbox to that runner's last look (:func:`_last_look`, issue 33)."""
 LOG_NAME = "log"
 FAILURE_NAME = "last-failure.json"
 PUSH_MARK_NAME = "hook-push-mark"
@@ -644,6 +647,7 @@ def _run_hook_round(
     log.addHandler(handler)
     if log.level == logging.NOTSET or log.level > logging.INFO:
         log.setLevel(logging.INFO)
+    marker = _at_work(sluice_dir)
     try:
         if wait_pid is not None:
             wait_for_exit(wait_pid, clock, wait_limit)
@@ -652,21 +656,9 @@ def _run_hook_round(
             inbox = inbox.resolve()
         if inbox is not None and (inbox.parent != sluice_dir.resolve() or not inbox.name.startswith(INBOX_PREFIX)):
             inbox = None  # only ever claim our own inboxes
-        calls = parse_inbox(collect(sluice_dir, inbox))
-        if not calls:
-            return 0
-        remote, refs = refresh_filter(repo, sluice_dir)
-        reasons = decide(
-            calls,
-            remote=remote,
-            remote_url=_remote_url(repo, remote),
-            taken_in=refs,
-            request_heads=read_heads(sluice_dir),
-        )
-        if not reasons:
-            return 0
-        ask(sluice_dir, reasons)
-        return drain(repo, sluice_dir, clock, step or hook_step)
+        rounds = _take_in(repo, sluice_dir, inbox, clock, step)
+        _done_at_work(marker)
+        return rounds + _take_in(repo, sluice_dir, None, clock, step)  # the last look: inboxes left to us
     except Exception as exc:
         try:
             record_failure(sluice_dir, clock, reason="hook runner", error=exc)
@@ -675,7 +667,48 @@ def _run_hook_round(
             pass
         return 0
     finally:
+        _done_at_work(marker)
         log.removeHandler(handler)
+
+
+def _at_work(sluice_dir: Path) -> Path | None:
+    """Say this runner is at work (its pid in ``hook-runner``); None if it cannot be said."""
+    marker = sluice_dir / RUNNER_NAME
+    try:
+        write_atomic(marker, f"{os.getpid()}\n".encode())
+    except OSError:
+        return None
+    return marker
+
+
+def _done_at_work(marker: Path | None) -> None:
+    """Let go of ``hook-runner`` if it still names this runner (a later runner's stays)."""
+    if marker is None:
+        return
+    try:
+        if marker.read_text(encoding="utf-8", errors="replace").strip() == str(os.getpid()):
+            marker.unlink()
+    except OSError:
+        pass
+
+
+def _take_in(repo: Repo, sluice_dir: Path, inbox: Path | None, clock: Clock, step: RoundRunner | None) -> int:
+    """The rounds the inboxes ask for: ``inbox`` and every orphan (its git gone, no runner took it)."""
+    calls = parse_inbox(collect(sluice_dir, inbox))
+    if not calls:
+        return 0
+    remote, refs = refresh_filter(repo, sluice_dir)
+    reasons = decide(
+        calls,
+        remote=remote,
+        remote_url=_remote_url(repo, remote),
+        taken_in=refs,
+        request_heads=read_heads(sluice_dir),
+    )
+    if not reasons:
+        return 0
+    ask(sluice_dir, reasons)
+    return drain(repo, sluice_dir, clock, step or hook_step)
 
 
 def _remote_url(repo: Repo, remote: str) -> str | None:
