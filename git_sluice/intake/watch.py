@@ -375,7 +375,7 @@ def build_watch_query(targets: Sequence[Target], *, recent: int | None = None) -
     ``rateLimit`` is free.
     """
     size = recent_size(targets) if recent is None else max(0, min(RECENT_MAX, recent))
-    params = []
+    params: list[str] = []
     fields = []
     variables: dict[str, Any] = {}
     full = False
@@ -383,44 +383,11 @@ def build_watch_query(targets: Sequence[Target], *, recent: int | None = None) -
         owner, name = target.repository.split("/", 1)
         params += [f"$o{i}: String!", f"$n{i}: String!"]
         variables.update({f"o{i}": owner, f"n{i}": name})
-        body = []
-        first = target.cursor is None
+        body: list[str] = []
         if target.lists:
-            params += [f"$b{i}: String!", f"$c{i}: String"]
-            variables.update({f"b{i}": target.base, f"c{i}": target.cursor})
-            order = "CREATED_AT, direction: ASC" if target.walk else "UPDATED_AT, direction: DESC"
-            if first:
-                params.append(f"$q{i}: String!")
-                variables[f"q{i}"] = f"refs/heads/{target.base}"
-                body.append(f"    {FINGERPRINT}\n    baseRef: ref(qualifiedName: $q{i}) {{ target {{ oid }} }}")
-            body.append(
-                f"    pullRequests(first: {WATCH_PAGE}, after: $c{i}, states: OPEN, baseRefName: $b{i},\n"
-                f"                 orderBy: {{field: {order}}}) {{\n"
-                "      totalCount\n"
-                "      pageInfo { hasNextPage endCursor }\n"
-                f"      nodes {{ {PR_FIELDS} }}\n"
-                "    }"
-            )
-            if first and not target.walk:
-                body.append(
-                    f"    gone: pullRequests(first: {GONE_PAGE}, states: [CLOSED, MERGED], baseRefName: $b{i},\n"
-                    "                       orderBy: {field: UPDATED_AT, direction: DESC}) {\n"
-                    "      nodes { number updatedAt }\n"
-                    "    }"
-                )
-            if size and first:
-                full = True
-                body.append(
-                    f"    recent: pullRequests(first: {size}, states: OPEN, baseRefName: $b{i},\n"
-                    "                         orderBy: {field: UPDATED_AT, direction: DESC}) {\n"
-                    f"      nodes {{ ...{FRAGMENT_NAME} }}\n"
-                    "    }"
-                )
-        if first:
-            for k, oid in enumerate(h for h in target.heads[:HEADS_MAX] if _OID.fullmatch(h)):
-                body.append(f'    h{k}: object(oid: "{oid}") {{ ... on Commit {{ oid statusCheckRollup {{ state }} }} }}')
-            for number in target.refresh[:ASKED_MAX]:
-                body.append(f"    n{int(number)}: pullRequest(number: {int(number)}) {{ {PR_FIELDS} }}")
+            full = _list_fields(i, target, size, params, variables, body) or full
+        if target.cursor is None:
+            body += _object_fields(target)
         if not body:
             body.append("    id")
         fields.append(f"  r{i}: repository(owner: $o{i}, name: $n{i}) {{\n" + "\n".join(body) + "\n  }")
@@ -431,6 +398,53 @@ def build_watch_query(targets: Sequence[Target], *, recent: int | None = None) -
     if full:
         text += PR_FRAGMENT
     return text, variables
+
+
+def _list_fields(i: int, target: Target, size: int, params: list[str], variables: dict[str, Any],
+                 body: list[str]) -> bool:
+    """A listing target's fields (its page; on the first, the fingerprint, base, gone and recent);
+    True if it asks ``recent`` requests read in full (the document then needs the fragment)."""
+    first = target.cursor is None
+    params += [f"$b{i}: String!", f"$c{i}: String"]
+    variables.update({f"b{i}": target.base, f"c{i}": target.cursor})
+    order = "CREATED_AT, direction: ASC" if target.walk else "UPDATED_AT, direction: DESC"
+    if first:
+        params.append(f"$q{i}: String!")
+        variables[f"q{i}"] = f"refs/heads/{target.base}"
+        body.append(f"    {FINGERPRINT}\n    baseRef: ref(qualifiedName: $q{i}) {{ target {{ oid }} }}")
+    body.append(
+        f"    pullRequests(first: {WATCH_PAGE}, after: $c{i}, states: OPEN, baseRefName: $b{i},\n"
+        f"                 orderBy: {{field: {order}}}) {{\n"
+        "      totalCount\n"
+        "      pageInfo { hasNextPage endCursor }\n"
+        f"      nodes {{ {PR_FIELDS} }}\n"
+        "    }"
+    )
+    if first and not target.walk:
+        body.append(
+            f"    gone: pullRequests(first: {GONE_PAGE}, states: [CLOSED, MERGED], baseRefName: $b{i},\n"
+            "                       orderBy: {field: UPDATED_AT, direction: DESC}) {\n"
+            "      nodes { number updatedAt }\n"
+            "    }"
+        )
+    if not (size and first):
+        return False
+    body.append(
+        f"    recent: pullRequests(first: {size}, states: OPEN, baseRefName: $b{i},\n"
+        "                         orderBy: {field: UPDATED_AT, direction: DESC}) {\n"
+        f"      nodes {{ ...{FRAGMENT_NAME} }}\n"
+        "    }"
+    )
+    return True
+
+
+def _object_fields(target: Target) -> list[str]:
+    """A target's single objects on its first page: waiting heads' rollups, requests asked by number."""
+    body = [f'    h{k}: object(oid: "{oid}") {{ ... on Commit {{ oid statusCheckRollup {{ state }} }} }}'
+            for k, oid in enumerate(h for h in target.heads[:HEADS_MAX] if _OID.fullmatch(h))]
+    body += [f"    n{int(number)}: pullRequest(number: {int(number)}) {{ {PR_FIELDS} }}"
+             for number in target.refresh[:ASKED_MAX]]
+    return body
 
 
 @record
@@ -473,51 +487,60 @@ def parse_watch_answer(payload: Any, targets: Sequence[Target]) -> list[TargetAn
         if not isinstance(node, Mapping) or (target.lists and not isinstance(connection, Mapping)) \
                 or f"r{i}" in failed:
             answer.error = failed.get(f"r{i}") or "not in the answer"
-            out.append(answer)
-            continue
-        for key, value in node.items():  # heads asked by oid, requests asked by number
-            if not isinstance(key, str) or not isinstance(value, Mapping):
-                continue
-            if key[:1] == "h" and key[1:].isdigit() and isinstance(value.get("oid"), str):
-                rollup = value.get("statusCheckRollup")
-                state = rollup.get("state") if isinstance(rollup, Mapping) else None
-                answer.rollups[value["oid"]] = str(state) if state else None
-            elif key[:1] == "n" and key[1:].isdigit():
-                item = _item(value)
-                if item is not None and value.get("state", "OPEN") == "OPEN" and item.base == target.base:
-                    answer.refreshed.append(item)
-                    answer.rollups[item.head_sha] = item.checks_state
-        if not isinstance(connection, Mapping):
-            out.append(answer)
-            continue
-        if target.cursor is None:
-            issues = node.get("openIssues")
-            answer.fingerprint = (
-                node.get("pushedAt"), node.get("updatedAt"), node.get("stargazerCount"), node.get("forkCount"),
-                node.get("diskUsage"), issues.get("totalCount") if isinstance(issues, Mapping) else None,
-            )
-            ref = node.get("baseRef")
-            ref_target = ref.get("target") if isinstance(ref, Mapping) else None
-            oid = ref_target.get("oid") if isinstance(ref_target, Mapping) else None
-            answer.base_oid = oid if isinstance(oid, str) else None
-        total = connection.get("totalCount")
-        answer.total = total if isinstance(total, int) and not isinstance(total, bool) and total >= 0 else None
-        for pr in connection.get("nodes") or []:
-            item = _item(pr)
-            if item is None:
-                continue
-            answer.items.append(item)
-            answer.rollups[item.head_sha] = item.checks_state
-        gone = node.get("gone")
-        for pr in (gone.get("nodes") if isinstance(gone, Mapping) else None) or []:
-            if isinstance(pr, Mapping) and isinstance(pr.get("number"), int) and not isinstance(pr["number"], bool):
-                answer.gone[pr["number"]] = str(pr.get("updatedAt") or "")
-        answer.readings = _recent_readings(node.get("recent"))
-        info = connection.get("pageInfo")
-        if isinstance(info, Mapping) and info.get("hasNextPage") and isinstance(info.get("endCursor"), str):
-            answer.next_cursor = info["endCursor"]
+        else:
+            _take_objects(node, target, answer)
+            if isinstance(connection, Mapping):
+                _take_listing(node, connection, target, answer)
         out.append(answer)
     return out
+
+
+def _take_objects(node: Mapping[str, Any], target: Target, answer: TargetAnswer) -> None:
+    """Heads asked by oid (their rollups) and requests asked by number (still open on the base)."""
+    for key, value in node.items():
+        if not isinstance(key, str) or not isinstance(value, Mapping):
+            continue
+        if key[:1] == "h" and key[1:].isdigit() and isinstance(value.get("oid"), str):
+            rollup = value.get("statusCheckRollup")
+            state = rollup.get("state") if isinstance(rollup, Mapping) else None
+            answer.rollups[value["oid"]] = str(state) if state else None
+        elif key[:1] == "n" and key[1:].isdigit():
+            item = _item(value)
+            if item is not None and value.get("state", "OPEN") == "OPEN" and item.base == target.base:
+                answer.refreshed.append(item)
+                answer.rollups[item.head_sha] = item.checks_state
+
+
+def _take_listing(node: Mapping[str, Any], connection: Mapping[str, Any], target: Target,
+                  answer: TargetAnswer) -> None:
+    """A listing page: on the first, the fingerprint and the base's commit; the requests, the gone,
+    the recent readings and where the next page starts."""
+    if target.cursor is None:
+        issues = node.get("openIssues")
+        answer.fingerprint = (
+            node.get("pushedAt"), node.get("updatedAt"), node.get("stargazerCount"), node.get("forkCount"),
+            node.get("diskUsage"), issues.get("totalCount") if isinstance(issues, Mapping) else None,
+        )
+        ref = node.get("baseRef")
+        ref_target = ref.get("target") if isinstance(ref, Mapping) else None
+        oid = ref_target.get("oid") if isinstance(ref_target, Mapping) else None
+        answer.base_oid = oid if isinstance(oid, str) else None
+    total = connection.get("totalCount")
+    answer.total = total if isinstance(total, int) and not isinstance(total, bool) and total >= 0 else None
+    for pr in connection.get("nodes") or []:
+        item = _item(pr)
+        if item is None:
+            continue
+        answer.items.append(item)
+        answer.rollups[item.head_sha] = item.checks_state
+    gone = node.get("gone")
+    for pr in (gone.get("nodes") if isinstance(gone, Mapping) else None) or []:
+        if isinstance(pr, Mapping) and isinstance(pr.get("number"), int) and not isinstance(pr["number"], bool):
+            answer.gone[pr["number"]] = str(pr.get("updatedAt") or "")
+    answer.readings = _recent_readings(node.get("recent"))
+    info = connection.get("pageInfo")
+    if isinstance(info, Mapping) and info.get("hasNextPage") and isinstance(info.get("endCursor"), str):
+        answer.next_cursor = info["endCursor"]
 
 
 # ------------------------------------------------------- what moved, by recency
