@@ -327,7 +327,8 @@ class HostWatch:
     def _tick(self, doc: Mapping[str, Any], now: float) -> TickReport:
         interests, interval = self.registry.interests(self.group, now)
         interval = interval or self.discovery
-        epoch = doc.get("epoch") if isinstance(doc.get("epoch"), str) else Answers.new_epoch()
+        known = doc.get("epoch")
+        epoch = known if isinstance(known, str) else Answers.new_epoch()
         tick = int(doc["tick"]) + 1 if isinstance(doc.get("tick"), int) and epoch == doc.get("epoch") else 1
         repos_doc = field_map(doc, "repos")
         heads_doc = field_map(doc, "heads")
@@ -370,21 +371,39 @@ class HostWatch:
                 log.info("host watch: %s: %s", repository, exc)
         graphql_repos += [r for r in self._handed if r not in graphql_repos]
         if graphql_repos or self._riding:
-            try:
-                recent.update(self._graphql_repos(graphql_repos, reading, new_repos, heads_doc, new_heads, tick,
-                                                  now, interval, report))
-            except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
-                raise
-            except (SluiceError, ValueError) as exc:
-                for repository in graphql_repos:
-                    report.errors[repository] = str(exc)
-                log.info("host watch: the GraphQL query failed: %s", exc)
+            recent.update(self._graphql_step(graphql_repos, reading, new_repos, heads_doc, new_heads, tick, now,
+                                             interval, report))
         try:
             self._read_moved(repos_doc, new_repos, new_heads, tick, report, recent, reading)
         except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
             raise
         except (SluiceError, ValueError) as exc:  # the clones read for themselves, as before the watch
             log.info("host watch: the batched reading failed: %s", exc)
+        self._write_tick(epoch, tick, now, interval, new_repos, new_heads, report)
+        return report
+
+    def _graphql_step(
+        self, graphql_repos: list[str], reading: Mapping[str, RepoInterest], new_repos: dict[str, Any],
+        heads_doc: Mapping[str, Any], new_heads: dict[str, Any], tick: int, now: float, interval: float,
+        report: TickReport,
+    ) -> dict[str, dict[int, Request]]:
+        """The tick's one GraphQL query; a failure is each of its repositories' error, never the tick's."""
+        try:
+            return self._graphql_repos(graphql_repos, reading, new_repos, heads_doc, new_heads, tick, now, interval,
+                                       report)
+        except (Interrupted, CredentialsRefused):  # a stop, or credentials no call can help
+            raise
+        except (SluiceError, ValueError) as exc:
+            for repository in graphql_repos:
+                report.errors[repository] = str(exc)
+            log.info("host watch: the GraphQL query failed: %s", exc)
+            return {}
+
+    def _write_tick(
+        self, epoch: str, tick: int, now: float, interval: float, new_repos: Mapping[str, Any],
+        new_heads: Mapping[str, Any], report: TickReport,
+    ) -> None:
+        """What the tick found, for every process of the host, and when the next tick is (paced)."""
         found = pacing.worst(p for p in pacing.paces(list(self.budget() if self.budget else ()), now, pool=self.pool)
                              if p.resource in ("core", "graphql"))
         stretch = found.stretch if found is not None else 1.0
@@ -397,7 +416,6 @@ class HostWatch:
             "pace": None if found is None else found.describe(),
             "repos": new_repos, "heads": new_heads,
         })
-        return report
 
     # -- the fleet's surveys -------------------------------------------------
     def _surveys(self, interests: Mapping[str, RepoInterest], now: float) -> dict[str, dict[str, sv.Survey]]:
