@@ -26,7 +26,6 @@ LIMIT = 60
 ALLOWED: dict[str, int] = {
     "intake/hostwatch.py:HostWatch._graphql_repos": 131,
     "intake/round.py:Intake._take_in": 117,
-    "intake/hostwatch.py:HostWatch._read_moved": 96,
 }
 
 

@@ -705,50 +705,11 @@ class HostWatch:
                     continue  # taken from its holder's survey, readings and all: never read here
                 if part.get("changed_tick") != tick and not moved_heads:
                     continue  # its list did not move this tick (no request did), nor any head's checks
-                numbers = []
-                if isinstance(part.get("moved"), list):  # an incremental listing said what moved
-                    moved_now = {n for n in part["moved"] if isinstance(n, int)}
-                    for raw in part.get("items") or []:
-                        if not isinstance(raw, dict) or raw.get("draft") is True:
-                            continue
-                        number = raw.get("number")
-                        if number in moved_now:
-                            numbers.append(number)
-                        elif raw.get("head_sha") in moved_heads and not (
-                            moved_heads[raw["head_sha"]] == "SUCCESS" and inputs_of(raw) is not None
-                        ):  # checks moved (a rollup that passed is settled by the query alone)
-                            numbers.append(number)
-                    if numbers:
-                        wanted.setdefault(repository, {})[base] = numbers
-                    continue
-                before = {p[0].number: w.snapshot([p[0]])[p[0].number]
-                          for p in (item_of(raw) for raw in old.get("items") or []) if p is not None}
-                for raw in part.get("items") or []:
-                    found = item_of(raw)
-                    if found is None or found[0].draft:
-                        continue
-                    item = found[0]
-                    if before.get(item.number) != w.snapshot([item])[item.number]:
-                        numbers.append(item.number)
-                    elif item.head_sha in moved_heads and not (
-                        moved_heads[item.head_sha] == "SUCCESS" and inputs_of(raw) is not None
-                    ):  # checks moved (a rollup that passed is settled by the query alone)
-                        numbers.append(item.number)
+                numbers = _moved_numbers(part, old, moved_heads)
                 if numbers:
                     wanted.setdefault(repository, {})[base] = numbers
         # what the watch's own query already read in full (a base's most recently updated requests)
-        readings: dict[str, dict[int, Request]] = {}
-        for repository, bases in wanted.items():
-            mine = (recent or {}).get(repository) or {}
-            for base, numbers in bases.items():
-                part = new_repos[repository]["bases"][base]
-                listed = _raw_items(part)  # as stored: no request built for the thousands that did not move
-                for n in numbers:
-                    got, now_listed = mine.get(n), listed.get(n)
-                    if got is not None and now_listed is not None and (got.head_sha, got.updated_at) == (
-                        now_listed.get("head_sha"), now_listed.get("updated_at")
-                    ):
-                        readings.setdefault(repository, {})[n] = got
+        readings = _from_recent(wanted, recent or {}, new_repos)
         flat = {
             repo: ns for repo, ns in (
                 (repo, sorted({n for ns in bases.values() for n in ns} - set(readings.get(repo, {}))))
@@ -969,6 +930,57 @@ class _Gathered:
     """The open list after this tick (number -> a request listed now, or the stored item as kept)."""
     listed: list[Request] = field(default_factory=list)
     """The requests this tick's query said (fresh inputs)."""
+
+
+def _checks_moved(raw: Mapping[str, Any], head_sha: object, moved_heads: Mapping[str, object]) -> bool:
+    """A listed request whose head's checks moved this tick (a rollup that passed, with the state's
+    inputs known, is settled by the query alone)."""
+    return isinstance(head_sha, str) and head_sha in moved_heads and not (
+        moved_heads[head_sha] == "SUCCESS" and inputs_of(raw) is not None)
+
+
+def _moved_numbers(part: Mapping[str, Any], old: Mapping[str, Any], moved_heads: Mapping[str, object]) -> list[int]:
+    """The requests of one base to read this tick: those its listing says moved (or that differ from the
+    last tick's list), and those whose head's checks moved. Drafts are never read."""
+    numbers: list[int] = []
+    if isinstance(part.get("moved"), list):  # an incremental listing said what moved
+        moved_now = {n for n in part["moved"] if isinstance(n, int)}
+        for raw in part.get("items") or []:
+            if not isinstance(raw, dict) or raw.get("draft") is True:
+                continue
+            number = raw.get("number")
+            if isinstance(number, int) and (number in moved_now or _checks_moved(raw, raw.get("head_sha"), moved_heads)):
+                numbers.append(number)
+        return numbers
+    before = {p[0].number: w.snapshot([p[0]])[p[0].number]
+              for p in (item_of(raw) for raw in old.get("items") or []) if p is not None}
+    for raw in part.get("items") or []:
+        found = item_of(raw)
+        if found is None or found[0].draft:
+            continue
+        item = found[0]
+        if before.get(item.number) != w.snapshot([item])[item.number] or _checks_moved(raw, item.head_sha, moved_heads):
+            numbers.append(item.number)
+    return numbers
+
+
+def _from_recent(
+    wanted: Mapping[str, Mapping[str, list[int]]], recent: Mapping[str, Mapping[int, Request]],
+    new_repos: Mapping[str, Any],
+) -> dict[str, dict[int, Request]]:
+    """The wanted requests the watch's own query already read in full, as they are listed now."""
+    readings: dict[str, dict[int, Request]] = {}
+    for repository, bases in wanted.items():
+        mine = recent.get(repository) or {}
+        for base, numbers in bases.items():
+            listed = _raw_items(new_repos[repository]["bases"][base])  # as stored: no request built for the rest
+            for n in numbers:
+                got, now_listed = mine.get(n), listed.get(n)
+                if got is not None and now_listed is not None and (got.head_sha, got.updated_at) == (
+                    now_listed.get("head_sha"), now_listed.get("updated_at")
+                ):
+                    readings.setdefault(repository, {})[n] = got
+    return readings
 
 
 def _raw_items(part: Mapping[str, Any] | None) -> dict[int, dict[str, Any]]:
