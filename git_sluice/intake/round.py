@@ -21,7 +21,7 @@ nine that wait find the discovery clock already wound.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -36,7 +36,7 @@ from . import graphql as gq
 from .discovery import LOCAL_MOVEMENT_REASONS, DiscoveryLog, due
 from .hostwatch import BaseView, HostWatch
 from .report import RoundReport, RoundsLog
-from .queue import Entry, QueueStore, checks_expected, derive_state, entry_from_reading
+from .queue import Entry, QueueDoc, QueueStore, checks_expected, derive_state, entry_from_reading
 from .readings import ReadingPlan, needs_recheck, plan_readings
 from . import standing as standings
 from .standing import Standing
@@ -328,6 +328,54 @@ class Intake:
             report.next_discovery = watched.next_at
         return report
 
+    def _checks_moved_of(
+        self, numbers: list[int], entries: Mapping[int, Entry], watched: BaseView | None,
+        since: tuple[str | None, int], *, wait: bool, deadline: float | None,
+    ) -> list[int]:
+        """Of the requests whose checks the plan asks, those whose checks moved: by the watch's word
+        since its last tick taken, or by this round's own conditional call."""
+        if watched is not None:
+            return [n for n in numbers if watched.checks_moved(entries[n].head_sha, epoch=since[0], since=since[1])]
+        return [n for n in numbers if self.checks_moved(entries[n].head_sha, wait=wait, deadline=deadline)]
+
+    def _read(self, branch: str, numbers: list[int], open_count: int, holder: str | None, *, calls: bool,
+              wait: bool, deadline: float | None) -> gq.ParseResult:
+        """One GraphQL read of ``numbers`` — none where this host makes no call (a mirror: each skipped,
+        to be read by the fleet's next survey)."""
+        result = gq.ParseResult()
+        if numbers and not calls:
+            for number in numbers:
+                result.skipped[number] = f"{holder or 'another host'} takes it in: no reading of the fleet yet"
+        elif numbers:
+            result = gq.read_all(
+                lambda query, variables: self._guarded_graphql(query, variables, wait=wait, deadline=deadline),
+                self.owner, self.name, numbers, base=branch, open_count=open_count,
+            )
+        return result
+
+    def _keep(self, doc: QueueDoc, entries: dict[int, Entry], branch: str, holder: str | None, now: float) -> str:
+        """The queue as this round leaves it, saved; what ``save`` returns (its fingerprint)."""
+        doc.entries = entries
+        doc.repository = self.repository
+        doc.branch = branch
+        doc.holder = holder
+        doc.withdrawn_by = None
+        doc.read_at = now
+        return self.queue.save(doc)
+
+    def _take_baselines(self, numbers: list[int], entries: Mapping[int, Entry], *, wait: bool,
+                        deadline: float | None) -> None:
+        """A request read just now that still waits on checks gets its checks' baseline now, so the
+        next discovery asks them conditionally (free while they stand still) instead of paying a 200
+        that would only say "no baseline yet". (Under the host watch the watch takes that baseline,
+        for every clone at once — also after a round that asked its own list, a hook's after a push:
+        its record registers the heads, and the watch's next tick, or a driver's join, asks their
+        check runs, and the combined status only where the repository uses statuses.)"""
+        for number in numbers:
+            entry = entries[number]
+            if needs_recheck(entry) and not self._has_baseline(entry.head_sha):
+                self.checks_moved(entry.head_sha, wait=wait, deadline=deadline)
+
     def _check_lease(self) -> None:
         """Between the calls of a round: is the branch still this host's to take in?
 
@@ -392,89 +440,27 @@ class Intake:
             items = self._list(branch, wait=wait, deadline=deadline)
         report.open = len(items)
         plan = plan_readings(items, doc.entries, discovery=True, now=self.clock.time(), base_moved=base_moved)
-        if watched is not None:
-            checked = [
-                number for number in plan.to_check
-                if watched.checks_moved(doc.entries[number].head_sha, epoch=since[0], since=since[1])
-            ]
-        else:
-            checked = [
-                number for number in plan.to_check
-                if self.checks_moved(doc.entries[number].head_sha, wait=wait, deadline=deadline)
-            ]
+        checked = self._checks_moved_of(plan.to_check, doc.entries, watched, since, wait=wait, deadline=deadline)
         to_read = set(plan.query_numbers(checked)) - set(pushed)
         settled = _settled_by_watch(plan, sorted(to_read), doc.entries, watched, self.clock.time()) if watched else {}
         to_read -= set(settled)
-        from_watch: dict[int, Any] = {}
-        if watched is not None:  # what the watch read for the host in its tick, where it matches the list
-            for number in sorted(to_read):
-                reading, item = watched.readings.get(number), plan.items.get(number)
-                if reading is not None and item is not None and (reading.head_sha, reading.updated_at) == (
-                    item.head_sha, item.updated_at
-                ):
-                    from_watch[number] = reading
-            to_read -= set(from_watch)
+        from_watch = _read_by_watch(watched, plan, to_read) if watched is not None else {}
+        to_read -= set(from_watch)
         log.debug("%s: %d open; checks asked for %s, moved: %s; settled by the watch's query: %s; read by the watch: "
                   "%s; reading %s", branch, len(items), _numbers(plan.to_check), _numbers(checked),
                   _numbers(sorted(settled)) or "none", _numbers(sorted(from_watch)) or "none",
                   _numbers(sorted(to_read)) or "none (one GraphQL read saved)")
-        result = gq.ParseResult()
-        if to_read and not calls:
-            for number in sorted(to_read):
-                result.skipped[number] = f"{holder or 'another host'} takes it in: no reading of the fleet yet"
-        elif to_read:
-            result = gq.read_all(
-                lambda query, variables: self._guarded_graphql(query, variables, wait=wait, deadline=deadline),
-                self.owner, self.name, sorted(to_read), base=branch, open_count=len(items),
-            )
+        result = self._read(branch, sorted(to_read), len(items), holder, calls=calls, wait=wait, deadline=deadline)
         result.readings.update(from_watch)
         report.read = sorted(to_read)
         report.skipped = dict(result.skipped)
         now = self.clock.time()
-        expected = checks_expected([*doc.entries.values(), *result.readings.values()])
-        entries: dict[int, Entry] = {}
-        for number in sorted(plan.items):
-            previous = doc.entries.get(number)
-            reading = result.readings.get(number)
-            if reading is not None:
-                if reading.github_state != "OPEN" or reading.base != branch:
-                    report.skipped.setdefault(number, f"{reading.github_state.lower()} or retargeted since the list")
-                    continue
-                entry = entry_from_reading(reading, previous=previous, now=now, checks_expected=expected)
-            elif number in pushed:
-                entry = pushed[number]
-            elif number in settled:
-                entry = settled[number]
-            elif number in plan.drafts:
-                entry = plan.drafts[number]
-            elif previous is not None:
-                entry = previous
-            else:
-                continue  # new, but its reading was skipped: it is read again next round
-            if previous is None:
-                report.added.append(number)
-            elif _visible(previous) != _visible(entry):
-                report.changed.append(number)
-            entries[number] = entry
-        # A request read just now that still waits on checks gets its checks' baseline now, so
-        # the next discovery asks them conditionally (free while they stand still) instead of
-        # paying a 200 that would only say "no baseline yet".
-        # (Under the host watch the watch takes that baseline, for every clone at once — also after a
-        # round that asked its own list, a hook's after a push: its record below registers the heads,
-        # and the watch's next tick, or a driver's join, asks their check runs, and the combined
-        # status only where the repository uses statuses.)
-        for number in sorted(to_read & set(entries)) if watched is None and not self._watch_ticks(branch) else ():
-            entry = entries[number]
-            if needs_recheck(entry) and not self._has_baseline(entry.head_sha):
-                self.checks_moved(entry.head_sha, wait=wait, deadline=deadline)
+        entries = merged_entries(plan, doc.entries, result.readings, {**plan.drafts, **settled, **pushed}, branch,
+                                 report, now)
+        if watched is None and not self._watch_ticks(branch):
+            self._take_baselines(sorted(to_read & set(entries)), entries, wait=wait, deadline=deadline)
         report.left = sorted(set(doc.entries) - set(entries))
-        doc.entries = entries
-        doc.repository = self.repository
-        doc.branch = branch
-        doc.holder = holder
-        doc.withdrawn_by = None
-        doc.read_at = now
-        written = self.queue.save(doc)
+        written = self._keep(doc, entries, branch, holder, now)
         if self.watch is not None:
             try:
                 self.watch.record(branch, entries)
@@ -584,6 +570,49 @@ def _own_failure(lease: LeaseView) -> bool:
         return True
     return lease.writer and (lease.oid is None or not lease.live)
 
+
+
+def _read_by_watch(watched: BaseView, plan: ReadingPlan, to_read: set[int]) -> dict[int, Any]:
+    """What the watch read for the host in its tick, of ``to_read``, where it matches the list."""
+    found: dict[int, Any] = {}
+    for number in sorted(to_read):
+        reading, item = watched.readings.get(number), plan.items.get(number)
+        if reading is not None and item is not None and (reading.head_sha, reading.updated_at) == (
+            item.head_sha, item.updated_at
+        ):
+            found[number] = reading
+    return found
+
+
+def merged_entries(
+    plan: ReadingPlan, previous: Mapping[int, Entry], readings: Mapping[int, Any], known: Mapping[int, Entry],
+    branch: str, report: RoundReport, now: float,
+) -> dict[int, Entry]:
+    """The queue's new entries: a fresh reading wins, then what is ``known`` without one (a head pushed
+    from here, settled by the watch's query, a draft), then the last entry; a new request whose reading
+    was skipped waits for the next round. ``report`` learns what was added, changed or closed meanwhile."""
+    expected = checks_expected([*previous.values(), *readings.values()])
+    entries: dict[int, Entry] = {}
+    for number in sorted(plan.items):
+        before = previous.get(number)
+        reading = readings.get(number)
+        if reading is not None:
+            if reading.github_state != "OPEN" or reading.base != branch:
+                report.skipped.setdefault(number, f"{reading.github_state.lower()} or retargeted since the list")
+                continue
+            entry = entry_from_reading(reading, previous=before, now=now, checks_expected=expected)
+        elif number in known:
+            entry = known[number]
+        elif before is not None:
+            entry = before
+        else:
+            continue  # new, but its reading was skipped: it is read again next round
+        if before is None:
+            report.added.append(number)
+        elif _visible(before) != _visible(entry):
+            report.changed.append(number)
+        entries[number] = entry
+    return entries
 
 def _snapshot(forge: Forge) -> tuple[int, int, int, int]:
     s = forge.stats

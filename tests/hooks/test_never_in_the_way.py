@@ -188,8 +188,12 @@ def test_while_git_runs_the_hooks_start_no_program_but_sleep(world: World, tmp_p
     world.advance("main", "remote moves")
     world.git("fetch", "-q")  # reference-transaction alone
     world.wait_quiet()
-    assert seen.read_text().splitlines() == ["git-sluice ended", "git-sluice ended"]
-    assert world.runners() == (2, 2)
+    # one runner per git command, or one for both: a fetch that ends while the push's runner is at
+    # work leaves its inbox to that runner's last look (issue 33); either way, only after git ended
+    started = seen.read_text().splitlines()
+    assert started in (["git-sluice ended"], ["git-sluice ended"] * 2), started
+    assert world.runners() == (len(started), len(started))
+    assert not list(world.sluice_dir.glob("hook-in.*"))  # no inbox left behind
 
 
 def test_a_hook_exits_zero_even_when_everything_is_broken(world: World, tmp_path: Path) -> None:
