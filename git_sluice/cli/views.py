@@ -32,7 +32,9 @@ def show_queue(branches: Sequence[str], as_json: bool, echo: Callable[[str], Non
         documents = [to_document(doc) for doc in docs]
         echo(json_text(documents[0] if len(documents) == 1 else documents))
         return
-    for line in queue_lines(docs):
+    from ..clock import default_clock
+
+    for line in queue_lines(docs, default_clock().time()):
         echo(line)
 
 
@@ -48,15 +50,21 @@ def show_status(as_json: bool, echo: Callable[[str], None]) -> None:
         echo(line)
 
 
-def queue_lines(docs: Iterable[Any]) -> Iterator[str]:
-    """``git sluice queue`` without ``--json``: a header per branch, a line per request."""
+def queue_lines(docs: Iterable[Any], now: float | None = None) -> Iterator[str]:
+    """``git sluice queue`` without ``--json``: a header per branch, a line per request.
+
+    ``now`` by the clock the rounds wrote ``read_at`` with (the test clock in tests): a
+    queue read a minute ago never reads "in 40 d".
+    """
     for doc in docs:
         header = f"{doc.repository} {doc.branch}"
         if doc.withdrawn_by:
             yield f"{header}: taken in by {doc.withdrawn_by} (not this host)"
             continue
-        read = ago(doc.read_at) if doc.read_at else "never read"
-        yield f"{header}: {len(doc.entries)} open, read {read}"
+        if doc.read_at:
+            yield f"{header}: {len(doc.entries)} open, read {ago(doc.read_at, now)}"
+        else:
+            yield f"{header}: not read yet (no round has taken it in on this clone: git sluice intake does)"
         for entry in sorted(doc.entries.values(), key=lambda e: e.number):
             detail = []
             if entry.review_decision:

@@ -26,6 +26,7 @@ from ..runtime.session import Session, fetch_and_adopt, reread_credentials
 from ..runtime.stopper import Stopper
 from ..runtime.watching import next_wake, publish_surveys, tick_watch
 from ._roles import Say, sleep_until
+from .lease import lease_words
 
 log = logging.getLogger("git_sluice")
 
@@ -93,7 +94,7 @@ def drive(
                 else:
                     held.discard(branch)
                     if was or state.ticks == 1:
-                        say(f"{branch}: {view.describe()}")
+                        say(lease_words(view))  # the branch once: the words name it (issue 31)
             # the host watch watches every branch this driver follows: what this host holds it reads (and
             # surveys for the fleet), what another host holds it takes from that host's survey, no call
             watch = None

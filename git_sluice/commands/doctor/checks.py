@@ -197,7 +197,7 @@ def config_error_check(exc: ConfigError) -> Check:
     if isinstance(exc, UnknownKey):
         hint = f"did you mean {exc.suggestion}? " if exc.suggestion else ""
         return Check(f"config {key}", "fail", f"{key} is not a git-sluice setting",
-                     f"{hint}remove it ({exc.unset})" + (f" and set {exc.suggestion} instead" if exc.suggestion else ""))
+                     (f"{hint}{exc.unset}" if exc.unset.startswith("drop") else f"{hint}remove it ({exc.unset})") + (f" and set {exc.suggestion} instead" if exc.suggestion else ""))
     if key.startswith("sluice."):
         advice = f"set it to {exc.accepted} (git config --global {key} …) or remove it (git config --unset {key})"
     else:
