@@ -95,7 +95,7 @@ def status_lines(data: dict[str, Any]) -> Iterator[str]:
             requests, points = last.get('requests', 0), last.get('points', 0)
             cost = (f"{requests} call{'' if requests == 1 else 's'}, {last.get('counted', 0)} counted, "
                     f"{points} point{'' if points == 1 else 's'}")
-            yield (f"    last round: {last.get('outcome')} at {last.get('finished_at') or last.get('started_at')}"
+            yield (f"    last round: {last.get('outcome')} at {_when(last.get('finished_at') or last.get('started_at'))}"
                    f" ({cost}): {last.get('why')}")
         else:
             yield "    last round: none yet"
@@ -103,7 +103,12 @@ def status_lines(data: dict[str, Any]) -> Iterator[str]:
         yield "  budget: nothing seen yet (no call made on this host)"
     for p in data["pools"]:
         used, limit = p["used"], p["limit"]
-        line = f"  pool {p['pool']} {p['resource']:<8} {bar(used, limit)} {used if used is not None else '?'}/{limit or '?'}"
+        if p.get("no_limit"):
+            from ..intake.pace import NO_LIMIT_WORDS
+
+            line = f"  pool {p['pool']} {p['resource']:<8} {NO_LIMIT_WORDS}"
+        else:
+            line = f"  pool {p['pool']} {p['resource']:<8} {bar(used, limit)} {used if used is not None else '?'}/{limit or '?'}"
         if p["reset"]:
             line += f", resets {ago(p['reset'], now)}"
         line += f"; counted here last hour: {p['counted_last_hour']}"
@@ -142,6 +147,17 @@ def serve_line(serving: dict[str, Any]) -> str:
     calls = serving.get("calls") or {}
     told = ", ".join(f"{calls[k]} {name}" for k, name in SERVE_ANSWERS if calls.get(k)) or "no calls yet"
     return f"serve: pid {serving['pid']} on {where or '?'} since {serving.get('started_at') or '?'}: {told}"
+
+
+def _when(stamp: Any) -> str:
+    """A round's RFC 3339 time (as the JSON keeps it) in the local time every other line uses."""
+    from ..clock import parse_rfc3339
+    from ..errors import local_time
+
+    try:
+        return local_time(parse_rfc3339(str(stamp)))
+    except (TypeError, ValueError):
+        return str(stamp)
 
 
 def ago(epoch: float | None, now: float | None = None) -> str:

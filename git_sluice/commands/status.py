@@ -116,6 +116,7 @@ def _pool_json(row: Any, pause: Any, now: float, *, pool: str | None = None, res
         "reset": getattr(row, "reset", None),
         "observed_at": getattr(row, "observed_at", None),
         "counted_last_hour": getattr(row, "counted_last_hour", 0),
+        "no_limit": row is not None and pacing.reports_no_limit(row.limit, row.observed_at, row.counted_last_hour),
         "cost_last_hour": getattr(row, "cost_last_hour", 0),
         "pace": None if found is None else {
             "projected": found.projected, "limit": found.limit, "share": round(found.share, 4),
