@@ -38,16 +38,28 @@ def show_queue(branches: Sequence[str], as_json: bool, echo: Callable[[str], Non
         echo(line)
 
 
-def show_status(as_json: bool, echo: Callable[[str], None]) -> None:
-    """What ``git sluice status`` prints, through ``echo``."""
+def show_status(as_json: bool, echo: Callable[..., None], *, no_color: bool = False) -> None:
+    """What ``git sluice status`` prints, through ``echo`` (click's, or :mod:`.fast`'s: both take ``color=``).
+
+    Coloured as git's porcelain is (:mod:`.colour`): on a terminal, or where
+    git's ``color.ui`` says ``always``; never the JSON.
+    """
+    import sys
+
     from ..commands.status import collect_status
 
     data = collect_status()
     if as_json:
         echo(json_text(data))
         return
-    for line in status_lines(data):
-        echo(line)
+    from .colour import decide, painter
+
+    on = decide(sys.stdout, flag=False if no_color else None)
+    for line in status_lines(data, painter(on)):
+        if on:
+            echo(line, color=True)  # kept into a pipe too, where git's color.ui says always
+        else:
+            echo(line)
 
 
 def queue_lines(docs: Iterable[Any], now: float | None = None) -> Iterator[str]:
@@ -79,13 +91,27 @@ def queue_lines(docs: Iterable[Any], now: float | None = None) -> Iterator[str]:
             yield f"  #{entry.number:<5} {entry.state:<8} {title}  ({entry.author or '?'}; {'; '.join(detail) or '-'})"
 
 
-def status_lines(data: dict[str, Any]) -> Iterator[str]:
-    """``git sluice status`` without ``--json``, from :func:`~git_sluice.commands.status.collect_status`'s data."""
+def _plain(text: str, role: str) -> str:
+    return text
+
+
+COUNT_ROLES = {"ready": "ok", "blocked": "fail"}
+LEASE_ROLES = {"live": "ok", "lapsed": "warn"}
+
+
+def status_lines(data: dict[str, Any], paint: Callable[[str, str], str] = _plain) -> Iterator[str]:
+    """``git sluice status`` without ``--json``, from :func:`~git_sluice.commands.status.collect_status`'s data.
+
+    ``paint(text, role)`` colours a key word (:mod:`.colour`); by default nothing is coloured.
+    """
+    from .colour import paint_words
+
     now = data["now"]
-    yield f"{data['repository']} on {data['host']}" + ("" if data["enforce"] else " (observe-only: nothing is blocked)")
+    yield (paint(f"{data['repository']} on {data['host']}", "head")
+           + ("" if data["enforce"] else paint(" (observe-only: nothing is blocked)", "warn")))
     for b in data["branches"]:
-        counts = ", ".join(f"{n} {s}" for s, n in b["counts"].items() if n) or "empty"
-        yield f"  {b['lease']['text']}"
+        counts = ", ".join(f"{n} {paint(s, COUNT_ROLES.get(s, ''))}" for s, n in b["counts"].items() if n) or "empty"
+        yield f"  {paint_words(b['lease']['text'], paint, LEASE_ROLES)}"
         if b["withdrawn_by"]:
             yield f"    queue: taken in by {b['withdrawn_by']}"
         else:
@@ -114,17 +140,17 @@ def status_lines(data: dict[str, Any]) -> Iterator[str]:
         line += f"; counted here last hour: {p['counted_last_hour']}"
         yield line
         if p.get("pace") and p["pace"]["stretch"] > 1:
-            yield f"    pace: {p['pace']['text']}"
+            yield f"    {paint('pace:', 'warn')} {p['pace']['text']}"
         pause = p["pause"]
         if pause is not None:
             if pause["observe_only"]:
-                yield (f"    would have paused {until(pause['until'], now)} ({pause['class']}); "
+                yield (f"    {paint('would have paused', 'warn')} {until(pause['until'], now)} ({pause['class']}); "
                        f"{pause['held']} calls would have been held")
             elif p["forge"] == "rate-limited":
                 source = "" if pause["source"] == "local" else f", learned from {pause['source']}"
-                yield f"    rate-limited {until(pause['until'], now)} ({pause['class']}{source})"
+                yield f"    {paint('rate-limited', 'fail')} {until(pause['until'], now)} ({pause['class']}{source})"
             else:
-                yield f"    recovering: {p['forge']} after a pause"
+                yield f"    {paint('recovering', 'warn')}: {p['forge']} after a pause"
     for serving in data.get("serves", []):
         yield "  " + serve_line(serving)
     failure = data["last_hook_failure"]
@@ -133,7 +159,7 @@ def status_lines(data: dict[str, Any]) -> Iterator[str]:
 
         when = failure.get("time")
         shown = local_time(when) if isinstance(when, (int, float)) else str(failure.get("at") or "at an unknown time")
-        yield f"  last hook round failed: {failure.get('error')} ({shown})"
+        yield f"  {paint('last hook round failed', 'fail')}: {failure.get('error')} ({shown})"
 
 
 SERVE_ANSWERS = (("counted", "counted"), ("not_modified", "304 (free)"), ("kept", "kept GraphQL"),

@@ -7,7 +7,7 @@ so the wording and the thresholds are tested without a network, git or store.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -43,8 +43,12 @@ class Check:
     found: str
     advice: str = ""
 
-    def line(self) -> str:
-        text = f"{self.status:<4}  {self.name}: {self.found}"
+    def line(self, paint: Callable[[str, str], str] | None = None) -> str:
+        """``fail  name: found — advice``; ``paint(text, role)`` colours the status word (the role is the status)."""
+        status = f"{self.status:<4}"
+        if paint is not None:
+            status = paint(self.status, self.status) + status[len(self.status):]
+        text = f"{status}  {self.name}: {self.found}"
         return text + (f" — {self.advice}" if self.advice else "")
 
     def as_dict(self) -> dict[str, str]:
