@@ -339,12 +339,12 @@ def _start(repo_dir: Path, args: tuple[str, ...]) -> gitcli.Started:
 
 _Config = tuple[dict[str, list[_Value]], dict[str, str], bool]
 
-COMMAND_LINE = "git -c on the command line"
+COMMAND_LINE = "the command line: git -c or GIT_CONFIG_*"
 """Where a value given by ``git -c`` (or ``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_PARAMETERS``) comes from."""
 
 
 def config_origin(scope: str, origin: str) -> str:
-    """Where a value was set, as a person reads it: ``local file:.git/config``, ``git -c on the command line``.
+    """Where a value was set, as a person reads it: ``local file:.git/config``, ``the command line: git -c or GIT_CONFIG_*``.
 
     git's own ``--show-scope --show-origin`` says "command" and "command line:"
     for a ``-c`` value: put side by side that read "command command line:" (issue 31).

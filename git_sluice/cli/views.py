@@ -128,29 +128,7 @@ def status_lines(data: dict[str, Any], paint: Callable[[str, str], str] = _plain
     if not data["pools"]:
         yield "  budget: nothing seen yet (no call made on this host)"
     for p in data["pools"]:
-        used, limit = p["used"], p["limit"]
-        if p.get("no_limit"):
-            from ..intake.pace import NO_LIMIT_WORDS
-
-            line = f"  pool {p['pool']} {p['resource']:<8} {NO_LIMIT_WORDS}"
-        else:
-            line = f"  pool {p['pool']} {p['resource']:<8} {bar(used, limit)} {used if used is not None else '?'}/{limit or '?'}"
-        if p["reset"]:
-            line += f", resets {ago(p['reset'], now)}"
-        line += f"; counted here last hour: {p['counted_last_hour']}"
-        yield line
-        if p.get("pace") and p["pace"]["stretch"] > 1:
-            yield f"    {paint('pace:', 'warn')} {p['pace']['text']}"
-        pause = p["pause"]
-        if pause is not None:
-            if pause["observe_only"]:
-                yield (f"    {paint('would have paused', 'warn')} {until(pause['until'], now)} ({pause['class']}); "
-                       f"{pause['held']} calls would have been held")
-            elif p["forge"] == "rate-limited":
-                source = "" if pause["source"] == "local" else f", learned from {pause['source']}"
-                yield f"    {paint('rate-limited', 'fail')} {until(pause['until'], now)} ({pause['class']}{source})"
-            else:
-                yield f"    {paint('recovering', 'warn')}: {p['forge']} after a pause"
+        yield from pool_lines(p, now, paint)
     for serving in data.get("serves", []):
         yield "  " + serve_line(serving)
     failure = data["last_hook_failure"]
@@ -160,6 +138,33 @@ def status_lines(data: dict[str, Any], paint: Callable[[str, str], str] = _plain
         when = failure.get("time")
         shown = local_time(when) if isinstance(when, (int, float)) else str(failure.get("at") or "at an unknown time")
         yield f"  {paint('last hook round failed', 'fail')}: {failure.get('error')} ({shown})"
+
+
+def pool_lines(p: dict[str, Any], now: float, paint: Callable[[str, str], str] = _plain) -> Iterator[str]:
+    """One pool's lines in ``status``: its budget (or that the server reports no limit), pace and pause."""
+    used, limit = p["used"], p["limit"]
+    if p.get("no_limit"):
+        from ..intake.pace import NO_LIMIT_WORDS
+
+        line = f"  pool {p['pool']} {p['resource']:<8} {NO_LIMIT_WORDS}"
+    else:
+        line = f"  pool {p['pool']} {p['resource']:<8} {bar(used, limit)} {used if used is not None else '?'}/{limit or '?'}"
+    if p["reset"]:
+        line += f", resets {ago(p['reset'], now)}"
+    line += f"; counted here last hour: {p['counted_last_hour']}"
+    yield line
+    if p.get("pace") and p["pace"]["stretch"] > 1:
+        yield f"    {paint('pace:', 'warn')} {p['pace']['text']}"
+    pause = p["pause"]
+    if pause is not None:
+        if pause["observe_only"]:
+            yield (f"    {paint('would have paused', 'warn')} {until(pause['until'], now)} ({pause['class']}); "
+                   f"{pause['held']} calls would have been held")
+        elif p["forge"] == "rate-limited":
+            source = "" if pause["source"] == "local" else f", learned from {pause['source']}"
+            yield f"    {paint('rate-limited', 'fail')} {until(pause['until'], now)} ({pause['class']}{source})"
+        else:
+            yield f"    {paint('recovering', 'warn')}: {p['forge']} after a pause"
 
 
 SERVE_ANSWERS = (("counted", "counted"), ("not_modified", "304 (free)"), ("kept", "kept GraphQL"),
