@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..clock import Clock
+from ..remote.words import lease_words
 from ..errors import AllowanceSpent, CredentialsRefused, Interrupted, LeaseLapsed, SluiceError, local_time
 from ..forge.client import Forge
 from ..remote.lease import LeaseView
@@ -342,7 +343,7 @@ class Intake:
             return
         lease = self.lease_reader(branch)
         if lease is not None and not lease.takes_in:
-            raise LeaseLapsed(branch, lease.describe())
+            raise LeaseLapsed(branch, lease_words(lease, named=False))  # the branch once (issue 31)
 
     def _unleased(self, branch: str, lease: LeaseView, now: float) -> RoundReport:
         """A writer without its own live mark: no call, and the queue is left as it is (no one
