@@ -339,6 +339,20 @@ def _start(repo_dir: Path, args: tuple[str, ...]) -> gitcli.Started:
 
 _Config = tuple[dict[str, list[_Value]], dict[str, str], bool]
 
+COMMAND_LINE = "the command line: git -c or GIT_CONFIG_*"
+"""Where a value given by ``git -c`` (or ``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_PARAMETERS``) comes from."""
+
+
+def config_origin(scope: str, origin: str) -> str:
+    """Where a value was set, as a person reads it: ``local file:.git/config``, ``the command line: git -c or GIT_CONFIG_*``.
+
+    git's own ``--show-scope --show-origin`` says "command" and "command line:"
+    for a ``-c`` value: put side by side that read "command command line:" (issue 31).
+    """
+    if scope == "command" or origin.startswith("command line:"):
+        return COMMAND_LINE
+    return f"{scope} {origin}".strip()
+
 
 def _read_config(repo_dir: Path, started: gitcli.Started | None = None) -> _Config:
     """sluice.* values (in git's order), every remote's URL, and whether any ``url.*.insteadOf`` rewrites
@@ -362,7 +376,7 @@ def _read_config(repo_dir: Path, started: gitcli.Started | None = None) -> _Conf
             parsed: str | None = value
         else:
             key, parsed = entry, None
-        where = f"{scope} {origin}".strip()
+        where = config_origin(scope, origin)
         lowered = key.lower()
         if lowered.startswith("sluice."):
             sluice.setdefault(lowered, []).append(_Value(parsed, where))

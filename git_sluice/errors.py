@@ -118,12 +118,16 @@ class UnknownKey(ConfigError):
         scope = origin.split(" ", 1)[0] if origin else ""
         flag = {"global": "--global ", "system": "--system ", "worktree": "--worktree "}.get(scope, "")
         self.unset = f"git config {flag}--unset {key}"
+        by_command = origin.startswith("the command line")  # nothing to unset: the command itself sets it
+        if by_command:
+            self.unset = f"drop `-c {key}=…` from the command (or from GIT_CONFIG_PARAMETERS)"
         self.key, self.value = key, "(value not shown)"
         self.accepted = "one of the known keys: " + ", ".join(known)
         hint = f"did you mean `{self.suggestion}`? " if self.suggestion else ""
-        where = f" (set in {origin})" if origin else ""
+        where = f" (set {'on' if by_command else 'in'} {origin})" if origin else ""
+        how = self.unset if by_command else f"remove it with `{self.unset}`"
         SluiceError.__init__(
-            self, f"{key} is not a git-sluice setting{where}: {hint}remove it with `{self.unset}` "
+            self, f"{key} is not a git-sluice setting{where}: {hint}{how} "
             f"(known keys: {', '.join(known)})"
         )
 

@@ -121,3 +121,18 @@ def test_doctor_names_the_host_that_does_not_resolve(ghes: Ghes) -> None:
     done = ghes.run("doctor", GIT_SLUICE_TEST_RESOLVE="")
     line = next(line for line in done.stdout.splitlines() if line.startswith("fail  token access"))
     assert "the name ghe.invalid does not resolve" in line and "When GitHub cannot be reached" in line, line
+
+
+def test_a_server_with_no_rate_limit_is_said_plainly_with_what_was_counted(ghes: Ghes) -> None:
+    """Issue 31: no ``[????…] ?/?`` bar, no "used ? / ?": the server reports no limit; what was counted still shows."""
+    assert ghes.run("intake").returncode == 0
+    status = ghes.run("status").stdout
+    core = next(line for line in status.splitlines() if " core " in line)
+    assert "no limit: this server reports none (rate limiting off); counted here last hour:" in core, status
+    assert "?" not in status, status
+    doctor = ghes.run("doctor").stdout
+    budget = [line for line in doctor.splitlines() if line.startswith("ok    budget ")]
+    assert budget and all("no limit: this server reports none" in line for line in budget), doctor
+    assert "counted here in the last hour" in budget[0] and "used ? / ?" not in doctor
+    projected = next(line for line in doctor.splitlines() if "projected hourly spend core" in line)
+    assert projected.endswith("; this server reports no limit"), projected  # not "0% of 5000 (assumed…)"

@@ -50,4 +50,6 @@ def test_the_demo_tells_the_whole_story() -> None:
     assert result.figures["host_b_paused_calls"] == 0
     assert result.figures["probes"] == 1
     assert "refs/sluice/pause/" in story and "refs/sluice/intake/main" in story
+    assert "read [" not in story and "#4 moved" in story  # step 4 in words, never a raw list (issue 31)
+    assert "main: main:" not in story
     assert not result.directory.exists()  # nothing left behind without --keep

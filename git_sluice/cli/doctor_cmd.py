@@ -14,8 +14,10 @@ from ._group import main
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"schema":1,"checks":[{"name","status","found","advice"}],"budget":[…],"projection":{…}}.')
 @click.option("-v", "--verbose", is_flag=True, help="Say what git-sluice decided (to stderr).")
+@click.option("--no-color", "no_color", is_flag=True,
+              help="No colour, whatever color.ui says (colour is on a terminal only, as git's; NO_COLOR too).")
 @handles_errors
-def doctor_command(as_json: bool, verbose: bool) -> None:
+def doctor_command(as_json: bool, verbose: bool, no_color: bool) -> None:
     """Check the set-up: git, config, token (never shown), hooks, remote, leases, pauses, budget.
 
     Ends with the budget per pool and resource (used / limit and the reset) and
@@ -33,10 +35,16 @@ def doctor_command(as_json: bool, verbose: bool) -> None:
     if as_json:
         print_json(diagnosis.as_dict())
     else:
+        from .colour import decide, painter
+
+        on = decide(sys.stdout, flag=False if no_color else None)
+        paint = painter(on)
         for check in diagnosis.checks:
-            click.echo(check.line())
+            click.echo(check.line(paint), color=on or None)
         failed = sum(1 for c in diagnosis.checks if c.status == "fail")
         warned = sum(1 for c in diagnosis.checks if c.status == "warn")
-        click.echo(f"{failed} failed, {warned} warned, {len(diagnosis.checks) - failed - warned} ok")
+        ok = len(diagnosis.checks) - failed - warned
+        click.echo(f"{paint(f'{failed} failed', 'fail') if failed else '0 failed'}, "
+                   f"{paint(f'{warned} warned', 'warn') if warned else '0 warned'}, {ok} ok", color=on or None)
     sys.stdout.flush()
     sys.exit(diagnosis.exit_code)

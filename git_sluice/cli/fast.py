@@ -33,7 +33,8 @@ def parse(argv: Sequence[str]) -> Parsed | None:
         return None
     command, rest = argv[0], list(argv[1:])
     if command == "status":
-        return (command, {"as_json": bool(rest)}) if all(a == "--json" for a in rest) else None
+        found = _values(rest, {}, {"--json": "json", "--no-color": "no_color"})
+        return None if found is None else (command, {"as_json": "json" in found, "no_color": "no_color" in found})
     if command == "queue":
         return _queue(rest)
     if command == "_hook-round":
@@ -111,8 +112,8 @@ def _plain(stream: object) -> bool:
         return False
 
 
-def echo(text: str, *, err: bool = False) -> None:
-    """``click.echo`` for text: a newline, ANSI sequences stripped off a terminal, flushed."""
+def echo(text: str, *, err: bool = False, color: bool | None = None) -> None:
+    """``click.echo`` for text: a newline, ANSI sequences stripped off a terminal (unless ``color``), flushed."""
     stream = sys.stderr if err else sys.stdout
     if stream is None:
         return
@@ -121,7 +122,7 @@ def echo(text: str, *, err: bool = False) -> None:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
-    if not tty and "\033" in out:
+    if not tty and not color and "\033" in out:
         import re
 
         out = re.sub(_ANSI, "", out)
@@ -156,7 +157,7 @@ def dispatch(argv: Sequence[str]) -> int | None:
             if command == "queue":
                 show_queue(options["branches"], bool(options["as_json"]), echo)  # type: ignore[arg-type]
             else:
-                show_status(bool(options["as_json"]), echo)
+                show_status(bool(options["as_json"]), echo, no_color=bool(options["no_color"]))
     return _standalone(run)
 
 

@@ -7,9 +7,29 @@ import os
 import stat
 from pathlib import Path
 
+from ..clock import Clock, default_clock, rfc3339
 from ..statefile import ensure_dir, set_aside
 
-_FORMAT = "%(asctime)s %(process)d %(levelname)s %(message)s"
+
+class LogLine(logging.Formatter):
+    """One line as the hook rounds write theirs (docs/hooks.md): ``2026-05-01T09:12:03Z [48121] text``.
+
+    The log held two time formats (logging's local ``2026-05-01 09:12:03,123``
+    beside the rounds' RFC 3339 UTC, issue 31); now one, the JSON's, read by the
+    clock the rounds use (the test clock in tests). A warning or an error says so.
+    """
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        super().__init__()
+        self.clock = clock or default_clock()
+
+    def format(self, record: logging.LogRecord) -> str:
+        level = "" if record.levelno <= logging.INFO else f"{record.levelname.lower()}: "
+        message = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:  # one line: the error, not a traceback
+            message += f" ({type(record.exc_info[1]).__name__}: {record.exc_info[1]})"
+        text = " ".join(f"{level}{message}".split())
+        return f"{rfc3339(self.clock.time())} [{record.process}] {text}"
 
 
 def attach_log(sluice_dir: Path, level: int = logging.INFO) -> logging.Handler:
@@ -29,7 +49,7 @@ def attach_log(sluice_dir: Path, level: int = logging.INFO) -> logging.Handler:
     except OSError as exc:
         root.warning("the log %s cannot be written (%s): going on without it", path, exc)
         return logging.NullHandler()
-    handler.setFormatter(logging.Formatter(_FORMAT))
+    handler.setFormatter(LogLine())
     handler.setLevel(level)  # -v's per-call decisions are for the terminal, not the log
     root.addHandler(handler)
     if root.level == logging.NOTSET or root.level > level:

@@ -105,15 +105,18 @@ def wait_command(number: int, timeout: float | None, as_json: bool, verbose: boo
 def lease_command(branches: tuple[str, ...], as_json: bool) -> None:
     """Show who holds each branch's lease, its role, and its age by this host's observation.
 
-    Reads the marks as the last round fetched them (a plain git fetch does not); a mark
-    that is not a lease record is reported as garbage, and ages like any other.
+    Reads the marks as the last round fetched them (a plain git fetch does not), and
+    asks the remote (one git ls-remote, no GitHub call) whether it still has them: a
+    mark the remote no longer has is never shown live. Where the remote cannot be
+    reached, the line says as of when it speaks. A mark that is not a lease record
+    is reported as garbage, and ages like any other.
     Exit codes: 0; 2 configuration or an unknown --branch.
     """
-    from ..commands.lease import lease_json, read_leases
+    from ..commands.lease import lease_json, lease_words, read_leases_looked
 
-    views = read_leases(".", branches)
+    found = read_leases_looked(".", branches)
     if as_json:
-        print_json({"leases": [lease_json(v) for v in views]})
+        print_json({"leases": [lease_json(v, found.look) for v in found.views]})
         return
-    for view in views:
-        click.echo(view.describe())
+    for view in found.views:
+        click.echo(lease_words(view, fetched=found.fetched, look=found.look))

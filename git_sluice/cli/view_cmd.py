@@ -32,13 +32,15 @@ def queue_command(branches: tuple[str, ...], as_json: bool) -> None:
 
 @main.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON (schema 1).")
+@click.option("--no-color", "no_color", is_flag=True,
+              help="No colour, whatever color.ui says (colour is on a terminal only, as git's; NO_COLOR too).")
 @handles_errors
-def status_command(as_json: bool) -> None:
+def status_command(as_json: bool, no_color: bool) -> None:
     """Leases, queues, last rounds, and the budget and pauses of each pool (no network).
 
     A rate-limited forge says so with the time it ends; an observe-only host
     (sluice.enforce=false) shows what would have been paused. Exit codes: 0;
     1 failed (the host state cannot be used); 2 configuration.
     """
-    show_status(as_json, click.echo)
+    show_status(as_json, click.echo, no_color=no_color)
     sys.stdout.flush()

@@ -156,6 +156,32 @@ def idle_hour_words(figures: dict[str, int]) -> str:
     )
 
 
+def change_words(figures: dict[str, int], moved: list[int], read: list[int]) -> str:
+    """What step 4 tells: the calls, and what was read, in words (never a raw ``[]``).
+
+    The round may read nothing itself: the host watch's query already read the
+    request that moved, for every clone of the host, so the round took that in.
+    """
+    rest, points = figures["change_rest"], figures["change_points"]
+    moved_words = _numbers(moved) or "nothing"
+    if read:
+        reading = f"the round read {_numbers(read)} itself"
+    else:
+        reading = "the round read nothing more itself: the host watch's query had read it"
+    return (
+        f"4. carol approves #4: the next round spent {_plural(rest, 'REST call')} (the list page that changed) and "
+        f"{_plural(points, 'GraphQL point')} (one query); {moved_words} moved, and {reading}."
+    )
+
+
+def _numbers(numbers: list[int]) -> str:
+    return ", ".join(f"#{n}" for n in numbers)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 class _Story:
     """What every step of the story shares: the double, the clock, the two hosts, the figures so far.
 
@@ -235,8 +261,8 @@ class _Story:
         report = self.intake.round("main")
         self.figures["change_rest"] = gh.counted(self.POOL, "core", since=mark)
         self.figures["change_points"] = gh.counted(self.POOL, "graphql", since=mark)
-        self.say(f"4. carol approves #4: the next round spent {self.figures['change_rest']} REST call (the list page "
-                 f"that changed) and one GraphQL query ({self.figures['change_points']} point); read {report.read}.")
+        moved = sorted({*report.added, *report.changed, *report.left})
+        self.say(change_words(self.figures, moved, report.read))
         self.say("")
 
     def throttle(self) -> None:

@@ -27,6 +27,8 @@ from ..runtime.session import Session, fetch_and_adopt, reread_credentials
 from ..runtime.stopper import Stopper
 from ..runtime.watching import next_wake, publish_surveys, tick_watch
 from ._roles import Say, sleep_until
+from .lease import lease_words
+from .lease import lease_words
 
 if TYPE_CHECKING:
     from ..intake.hostwatch import HostWatch
@@ -143,7 +145,7 @@ class _Ticking:
             else:
                 self.held.discard(branch)
                 if was or self.state.ticks == 1:
-                    self.say(f"{branch}: {view.describe()}")
+                    self.say(lease_words(view))  # the branch once: the words name it (issue 31)
 
     def _round(self, branch: str) -> None:
         rev = self.session.repo.ref(f"refs/remotes/{self.session.settings.remote}/{branch}")

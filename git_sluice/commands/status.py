@@ -29,6 +29,9 @@ def collect_status(path: str = ".") -> dict[str, Any]:
     queue = QueueStore(repo.sluice_dir)
     rounds = RoundsLog(repo.sluice_dir).load()
     branches = []
+    from .lease import Fetched, lease_words, since_fetch
+
+    fetched = Fetched(since_fetch(keeper))  # no network here: say what the lease lines are as of
     for branch in settings.branches:
         doc = queue.load(branch)
         counts = {state: 0 for state in STATES}
@@ -38,7 +41,7 @@ def collect_status(path: str = ".") -> dict[str, Any]:
             view = keeper.read(branch)
             lease: dict[str, Any] = {
                 "holder": view.holder, "role": view.role, "age": view.age, "live": view.live,
-                "mine": view.mine, "garbage": view.garbage, "absent": view.absent, "text": view.describe(),
+                "mine": view.mine, "garbage": view.garbage, "absent": view.absent, "text": lease_words(view, fetched=fetched),
             }
         except Exception as exc:  # a garbage ref is reported, never a crash
             lease = {"error": str(exc), "text": f"{branch}: lease unreadable ({exc})"}
@@ -75,6 +78,7 @@ def collect_status(path: str = ".") -> dict[str, Any]:
         "pools": pools,
         "last_hook_failure": last_failure(repo),
         "serves": _serves(),
+        "leases_fetched_ago": fetched.since,
     }
 
 
@@ -112,6 +116,7 @@ def _pool_json(row: Any, pause: Any, now: float, *, pool: str | None = None, res
         "reset": getattr(row, "reset", None),
         "observed_at": getattr(row, "observed_at", None),
         "counted_last_hour": getattr(row, "counted_last_hour", 0),
+        "no_limit": row is not None and pacing.reports_no_limit(row.limit, row.observed_at, row.counted_last_hour),
         "cost_last_hour": getattr(row, "cost_last_hour", 0),
         "pace": None if found is None else {
             "projected": found.projected, "limit": found.limit, "share": round(found.share, 4),

@@ -126,3 +126,18 @@ def worst(found: Iterable[Pace]) -> Pace | None:
         if best is None or (pace.stretch, pace.share) > (best.stretch, best.share):
             best = pace
     return best
+
+
+def reports_no_limit(limit: int | None, observed_at: float | None, counted_last_hour: int) -> bool:
+    """Whether the server reports no rate limit for a pool's resource: calls were made and answered,
+    yet none carried a rate header (GitHub Enterprise Server with rate limiting off, issue 31).
+
+    github.com sends ``x-ratelimit-*`` on every counted answer, so a counted
+    call with no limit ever seen is a server that has none to report; with
+    nothing counted yet, nothing is known either way.
+    """
+    return limit is None and observed_at is None and counted_last_hour > 0
+
+
+NO_LIMIT_WORDS = "no limit: this server reports none (rate limiting off)"
+"""How ``status`` and ``doctor`` say :func:`reports_no_limit`."""

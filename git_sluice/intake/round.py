@@ -27,8 +27,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ..clock import Clock, rfc3339
-from ..errors import AllowanceSpent, Interrupted, LeaseLapsed, SluiceError
+from ..clock import Clock
+from ..remote.words import lease_words
+from ..errors import AllowanceSpent, CredentialsRefused, Interrupted, LeaseLapsed, SluiceError, local_time
 from ..forge.client import Forge
 from ..remote.lease import LeaseView
 from ..statefile import file_lock, held
@@ -136,7 +137,7 @@ class Intake:
             log.debug("%s: %s: %s", branch, "asking GitHub" if decision.ask else "no call", decision.why)
             if not decision.ask:
                 report = RoundReport(
-                    branch, "within-interval", f"{decision.why}; next discovery at {rfc3339(decision.next_at or now)}",
+                    branch, "within-interval", f"{decision.why}; next discovery at {local_time(decision.next_at or now)}",
                     holder=holder, started_at=started, finished_at=now, next_discovery=decision.next_at,
                 )
                 return report
@@ -184,7 +185,9 @@ class Intake:
         log.debug("%s: asking GitHub: %s (the host watch first, if it is due)", branch, decision.why)
         try:
             watch = self.ticker(branch)
-        except (AllowanceSpent, Interrupted):  # a pause, or a stop: the round's own business, not the watch's
+        except (AllowanceSpent, Interrupted, CredentialsRefused):
+            # a pause, a stop, or a refused token: the round's own answer too (asking again would
+            # send the refused token a second time, and print the same 401 twice: issue 31)
             raise
         except SluiceError as exc:  # the watch is an optimisation: the round asks for itself
             log.warning("the host watch could not tick for %s (%s): the round asks for itself", branch, exc)
@@ -249,7 +252,7 @@ class Intake:
             return RoundReport(
                 branch, "within-interval",
                 f"the host watch found nothing new since its tick {header.tick}; "
-                f"next tick at {rfc3339(header.next_at)}",
+                f"next tick at {local_time(header.next_at)}",
                 holder=holder, started_at=started, finished_at=now, next_discovery=header.next_at,
             )
         mark = self.watch.cursor.standing(branch)
@@ -312,7 +315,7 @@ class Intake:
             return RoundReport(
                 branch, "within-interval",
                 f"the host watch found nothing new since its tick {watched.tick}; "
-                f"next tick at {rfc3339(watched.next_at)}",
+                f"next tick at {local_time(watched.next_at)}",
                 holder=holder, started_at=started, finished_at=now, next_discovery=watched.next_at,
             )
         before = _snapshot(self.forge)
@@ -388,7 +391,7 @@ class Intake:
             return
         lease = self.lease_reader(branch)
         if lease is not None and not lease.takes_in:
-            raise LeaseLapsed(branch, lease.describe())
+            raise LeaseLapsed(branch, lease_words(lease, named=False))  # the branch once (issue 31)
 
     def _unleased(self, branch: str, lease: LeaseView, now: float) -> RoundReport:
         """A writer without its own live mark: no call, and the queue is left as it is (no one

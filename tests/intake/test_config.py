@@ -298,7 +298,7 @@ def test_worktree_and_command_line_levels(repo: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "15m")
     settings = load_settings(repo)
     assert settings.lease == 900.0
-    assert settings.origins["sluice.lease"][1].startswith("command")
+    assert settings.origins["sluice.lease"][1] == "the command line: git -c or GIT_CONFIG_*"  # never "command command line:"
 
 
 def test_enforce_git_booleans(repo: Path) -> None:

@@ -7,7 +7,7 @@ so the wording and the thresholds are tested without a network, git or store.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -43,8 +43,12 @@ class Check:
     found: str
     advice: str = ""
 
-    def line(self) -> str:
-        text = f"{self.status:<4}  {self.name}: {self.found}"
+    def line(self, paint: Callable[[str, str], str] | None = None) -> str:
+        """``fail  name: found — advice``; ``paint(text, role)`` colours the status word (the role is the status)."""
+        status = f"{self.status:<4}"
+        if paint is not None:
+            status = paint(self.status, self.status) + status[len(self.status):]
+        text = f"{status}  {self.name}: {self.found}"
         return text + (f" — {self.advice}" if self.advice else "")
 
     def as_dict(self) -> dict[str, str]:
@@ -87,7 +91,7 @@ class Projection:
     calls_per_round: float  # counted + points, per round
     hourly: Mapping[str, float]
     limit: Mapping[str, int]
-    limit_source: Mapping[str, str]  # "ledger" | "rate_limit" | "assumed"
+    limit_source: Mapping[str, str]  # "ledger" | "rate_limit" | "assumed" | "none" (the server reports no limit)
     share: Mapping[str, float]
 
     def as_dict(self) -> dict[str, Any]:
@@ -197,7 +201,7 @@ def config_error_check(exc: ConfigError) -> Check:
     if isinstance(exc, UnknownKey):
         hint = f"did you mean {exc.suggestion}? " if exc.suggestion else ""
         return Check(f"config {key}", "fail", f"{key} is not a git-sluice setting",
-                     f"{hint}remove it ({exc.unset})" + (f" and set {exc.suggestion} instead" if exc.suggestion else ""))
+                     (f"{hint}{exc.unset}" if exc.unset.startswith("drop") else f"{hint}remove it ({exc.unset})") + (f" and set {exc.suggestion} instead" if exc.suggestion else ""))
     if key.startswith("sluice."):
         advice = f"set it to {exc.accepted} (git config --global {key} …) or remove it (git config --unset {key})"
     else:
@@ -515,7 +519,12 @@ def rate_limit_budget(body: Any, pool: str, now: float) -> list[BudgetLine]:
 
 
 def budget_check(line: BudgetLine, now: float) -> Check:
+    from ...intake.pace import NO_LIMIT_WORDS, reports_no_limit
+
     name = f"budget {line.pool} {line.resource}"
+    if line.source == "ledger" and reports_no_limit(line.limit, line.observed_at, line.counted_last_hour):
+        other = " (another repository's pool)" if line.this_repository is False else ""
+        return Check(name, "ok", f"{NO_LIMIT_WORDS}; {line.counted_last_hour} counted here in the last hour{other}")
     limit = line.limit if line.limit is not None else "?"
     used = line.used if line.used is not None else "?"
     text = f"used {used} / {limit}"
@@ -581,9 +590,16 @@ def project(
     hourly = {r: len(branches) * rounds_per_hour * per_round[r] for r in PROJECTED_RESOURCES}
     limit: dict[str, int] = {}
     limit_source: dict[str, str] = {}
+    from ...intake.pace import reports_no_limit
+
     for resource in PROJECTED_RESOURCES:
         known = [b for b in budget if b.this_repository is True and b.resource == resource and b.limit]
-        if known:
+        unlimited = [b for b in budget if b.this_repository is True and b.resource == resource and b.source == "ledger"
+                     and reports_no_limit(b.limit, b.observed_at, b.counted_last_hour)]
+        if unlimited and not known:  # the server reports no limit: no share of one to project
+            limit[resource] = 0
+            limit_source[resource] = "none"
+        elif known:
             limit[resource] = int(known[0].limit or DEFAULT_LIMIT)
             limit_source[resource] = known[0].source
         else:
@@ -620,10 +636,11 @@ def projection_checks(p: Projection) -> list[Check]:
     unit = {"core": "counted calls", "graphql": "points"}
     for resource in PROJECTED_RESOURCES:
         limit_note = {"ledger": "", "rate_limit": " (from GET /rate_limit)", "assumed": " (assumed: GitHub's usual)"}
+        of = ("; this server reports no limit" if p.limit_source[resource] == "none" else
+              f", {p.share[resource]:.0%} of {p.limit[resource]}{limit_note[p.limit_source[resource]]}")
         found = (
             f"{p.branches} branch{'es' if p.branches != 1 else ''} × {p.rounds_per_hour:g} rounds/h × "
-            f"{p.per_round[resource]:g} {unit[resource]}/round = {p.hourly[resource]:g}/h, "
-            f"{p.share[resource]:.0%} of {p.limit[resource]}{limit_note[p.limit_source[resource]]}"
+            f"{p.per_round[resource]:g} {unit[resource]}/round = {p.hourly[resource]:g}/h{of}"
         )
         name = f"projected hourly spend {resource}"
         if p.share[resource] > PROJECTION_WARN_SHARE:
