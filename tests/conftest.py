@@ -18,7 +18,7 @@ from tests import procs
 from tests.gitutil import git
 
 
-pytest_plugins = ["git_sluice.double.pytest_plugin"]
+pytest_plugins = ["git_sluice.double.pytest_plugin", "tests.progress"]
 """The double's fixtures (``github``, ``fake_clock``): opt-in, as for any project (docs/double.md)."""
 
 
