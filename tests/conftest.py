@@ -48,6 +48,22 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[procs.SESSION] = str(os.getpid())
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slow tests first, the slowest (``@pytest.mark.slow(seconds=N)``) at the head.
+
+    With ``-n 2`` a four-minute test collected last ran alone at the end while the other worker
+    idled (issue 31: 12.8 minutes); started first, it runs beside everything else. The same order
+    in every xdist worker (xdist requires it): a stable sort on the markers only.
+    """
+    def cost(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("slow")
+        if marker is None:
+            return 0.0
+        return float(marker.kwargs.get("seconds", 10))
+
+    items.sort(key=lambda item: -cost(item))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def nothing_left_by_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The run fails, naming them, if any process it started is still alive at its end (issue 31)."""

@@ -43,6 +43,7 @@ def admitted(clone: Path, github: ServedDouble, short_dir: Path, isolated_env: P
     served.stop()
 
 
+@pytest.mark.slow(seconds=15)
 def test_eight_posting_processes_are_paced_for_the_whole_host(admitted, github: ServedDouble,
                                                               isolated_env: Path) -> None:
     procs = [subprocess.Popen([sys.executable, "-c", POSTER, str(admitted.socket), "5", f"p{i}", TOKEN],  # type: ignore[attr-defined]
