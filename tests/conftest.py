@@ -46,6 +46,10 @@ def pytest_configure(config: pytest.Config) -> None:
     """Mark this pytest process's run (each xdist worker its own): every process a test starts inherits
     it, so the run's end can find what any test left behind (tests/procs.py)."""
     os.environ[procs.SESSION] = str(os.getpid())
+    if getattr(config.option, "loadscopereorder", None):
+        # xdist's --dist loadfile would hand out files by their number of tests; the order
+        # pytest_collection_modifyitems gives (the slowest files first) is the one wanted
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -63,6 +63,8 @@ class FileProgress:
     def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
         if report.when == "call" and report.passed and not hasattr(report, "wasxfail"):
             return "passed", "", "PASSED"  # no dot: the file's line says it
+        if report.skipped and not hasattr(report, "wasxfail"):
+            return "skipped", "", "SKIPPED"  # nor an "s": the line says "1 skipped"
         return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
