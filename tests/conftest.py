@@ -8,15 +8,17 @@ never touch the real host's state.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pytest_git import GitRepo
 
+from tests import procs
 from tests.gitutil import git
 
 
-pytest_plugins = ["git_sluice.double.pytest_plugin"]
+pytest_plugins = ["git_sluice.double.pytest_plugin", "tests.progress"]
 """The double's fixtures (``github``, ``fake_clock``): opt-in, as for any project (docs/double.md)."""
 
 
@@ -40,8 +42,57 @@ _LEAKY = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Mark this pytest process's run (each xdist worker its own): every process a test starts inherits
+    it, so the run's end can find what any test left behind (tests/procs.py)."""
+    os.environ[procs.SESSION] = str(os.getpid())
+    if getattr(config.option, "loadscopereorder", None):
+        # xdist's --dist loadfile would hand out files by their number of tests; the order
+        # pytest_collection_modifyitems gives (the slowest files first) is the one wanted
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files with the slowest tests first (``@pytest.mark.slow(seconds=N)``), each file's tests together.
+
+    With ``-n 2`` a four-minute test collected last ran alone at the end while the other worker
+    idled (issue 31: 12.8 minutes); started first, it runs beside everything else. A file stays in
+    one piece and in its own order, so ``--dist loadfile`` (the README's command) gives each file to
+    one worker and its line comes when that worker is through it. Every xdist worker must collect
+    the same order: a stable sort on the markers only.
+    """
+    def cost(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("slow")
+        return 0.0 if marker is None else float(marker.kwargs.get("seconds", 10))
+
+    per_file: dict[str, float] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        per_file[path] = per_file.get(path, 0.0) + cost(item)
+    first_seen = {path: i for i, path in enumerate(dict.fromkeys(item.nodeid.split("::", 1)[0] for item in items))}
+    items.sort(key=lambda item: (-per_file[item.nodeid.split("::", 1)[0]], first_seen[item.nodeid.split("::", 1)[0]]))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_by_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The run fails, naming them, if any process it started is still alive at its end (issue 31)."""
+    since = procs.now()
+    yield
+    left = procs.reap(mark=(procs.SESSION, str(os.getpid())), under=tmp_path_factory.getbasetemp(), since=since,
+                      grace=5.0)
+    if left:
+        pytest.fail("processes started by this test run were still alive at its end (now ended):\n"
+                    + "\n".join(map(str, left)), pytrace=False)
+
+
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Each test's own HOME, state and git identity; at its end, nothing it started still runs.
+
+    git's credential-cache daemon, which the product starts on purpose to share an App token
+    (docs/design.md#credentials), is asked to exit as a person would; any other process still alive
+    after a grace of a few seconds fails the test, naming it (tests/procs.py).
+    """
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -59,7 +110,13 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in list(os.environ):
         if name.startswith("GIT_SLUICE_"):
             monkeypatch.delenv(name, raising=False)
-    return home
+    monkeypatch.setenv(procs.OWNER, str(tmp_path))
+    since = procs.now()
+    yield home
+    left = procs.reap(mark=(procs.OWNER, str(tmp_path)), under=tmp_path, since=since)
+    if left:
+        pytest.fail("processes started by this test were still alive after it (now ended):\n"
+                    + "\n".join(map(str, left)), pytrace=False)
 
 
 @pytest.fixture

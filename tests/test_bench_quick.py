@@ -50,7 +50,7 @@ def test_the_section_is_replaced_and_nothing_else(tmp_path: Path) -> None:
     assert bare.read_text().rstrip().endswith(report.END)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=240)
 def test_quick_mode_gives_every_scenario_figures_or_a_reason(tmp_path: Path) -> None:
     out, raw, readme = tmp_path / "benchmarks.md", tmp_path / "benchmarks.json", tmp_path / "README.md"
     out.write_text("# Benchmarks\n\nkept as it was\n")
@@ -143,7 +143,7 @@ def test_quick_mode_gives_every_scenario_figures_or_a_reason(tmp_path: Path) -> 
                if row["figure"].startswith(("`git sluice status`", "`git sluice queue --json`", "push heading")))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=60)
 def test_quick_s10_runs_towers_loop_with_the_real_gh_direct_and_through_serve(tmp_path: Path) -> None:
     """Issue 30's scenario alone, quick: both legs ran every gh command, and every goal has its verdict."""
     if shutil.which("gh") is None:  # a missing real client fails, never skips

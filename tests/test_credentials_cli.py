@@ -168,6 +168,26 @@ def test_a_token_in_the_environment_wins_over_a_configured_app_and_doctor_says_s
         assert json.loads(setup.stdout)["token"]["source"] == "GH_TOKEN", setup.stdout
 
 
+def test_doctor_as_a_github_app_says_the_token_outlives_it_in_gits_daemon_and_how_to_end_it(tmp_path: Path) -> None:
+    """Issue 31: doctor left git's credential-cache daemon holding the App token up to an hour, unsaid."""
+    from tests import procs
+
+    with cli_world(tmp_path) as world:
+        key_file = _app(world, tmp_path)
+        host = world.host("host-a", token=None, **{"sluice.appId": "7", "sluice.appKeyFile": str(key_file),
+                                                   "sluice.installation": "42"})
+        since = procs.now()
+        doctor = host.run("doctor")
+        socket = host.state / "git-sluice" / "run" / "credential-cache"
+        line = next(line for line in doctor.stdout.splitlines() if line.split()[1:3] == ["token", "sharing:"])
+        assert "git's credential-cache daemon" in line and "up to an hour" in line, doctor.stdout
+        assert f"git credential-cache --socket {socket} exit" in line, line
+        daemons = [p for p in procs.left(mark=(procs.OWNER, str(tmp_path)), since=since) if p.credential_socket]
+        assert [p.credential_socket for p in daemons] == [str(socket)]
+        subprocess.run(["git", "credential-cache", "--socket", str(socket), "exit"], check=True, timeout=30)
+        assert procs.gone(daemons, 10.0) == []  # the command doctor gave ends it
+
+
 # --------------------------------------------------------- point 3: a token GitHub refuses
 
 

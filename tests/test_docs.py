@@ -36,7 +36,7 @@ README_BLOCKS = (
     "```",
     "```sh\n"
     "# 2. install and run the tests\n"
-    "tests/clients/install && pip install '.[test]' && python -m pytest -n 2 -q\n"
+    "tests/clients/install && pip install '.[test]' && python -m pytest -n 2 --dist loadfile -q\n"
     "```",
 )
 

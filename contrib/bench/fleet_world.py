@@ -476,6 +476,16 @@ class World:
         for host in self.hosts.values():
             if host.server is not None:
                 host.server.close()
+        _end_credential_daemons(self.root)
+
+
+def _end_credential_daemons(root: Path) -> None:
+    """An App world's hosts share their token in git's credential-cache daemon, which outlives every
+    process by an hour: ask each host's to exit, as a person would, so a run leaves nothing behind."""
+    for socket in [*root.glob("hosts/*/state/git-sluice/run/credential-cache"),
+                   *root.glob("harness-state/git-sluice/run/credential-cache")]:
+        subprocess.run(["git", "credential-cache", "--socket", str(socket), "exit"], capture_output=True,
+                       timeout=30, check=False)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ def test_pyproject_registers_no_plugin_into_every_pytest_run() -> None:
     assert not any(ep.value.startswith("git_sluice") for ep in entry_points(group="pytest11"))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=25)
 def test_a_project_that_asks_gets_github_and_fake_clock_and_one_that_does_not_gets_nothing(tmp_path: Path) -> None:
     """docs/double.md's example, run as another project's test, with the documented opt-in and without."""
     (tmp_path / "test_other.py").write_text(_docs_example())

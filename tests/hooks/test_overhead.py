@@ -79,7 +79,7 @@ def _added(times: dict[str, list[float]], arm: str, base: str) -> float:
     return statistics.median(a - b for a, b in zip(times[arm], times[base]))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=20)
 def test_hooks_add_at_most_20ms_to_fetch_and_push_with_nothing_to_do(world: World) -> None:
     empty = world.root / "empty-hooks"
     empty.mkdir()

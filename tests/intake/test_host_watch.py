@@ -995,6 +995,7 @@ def test_a_quiet_repository_asks_a_handful_of_waiting_heads_by_rest_and_more_by_
     assert host.entries("o/r2")[n].state == "blocked" and host.entries("o/r2")[many[0]].state == "waiting"
 
 
+@pytest.mark.slow(seconds=25)
 def test_a_busy_repository_of_300_requests_half_waiting_costs_a_point_and_a_call_a_tick(host_factory, github) -> None:
     """A push and a review every tick, 150 heads waiting on checks: what moved is found by one query,
     most recently updated first, and the heads' rollups ride in it (issue 29: 6 units and 155 calls)."""

@@ -80,6 +80,7 @@ UNDISTURBED = 4
 (measured by ``test_the_undisturbed_fleet_reads_once_a_minute``)."""
 
 
+@pytest.mark.slow(seconds=25)
 def test_the_undisturbed_fleet_reads_once_a_minute(fleet_factory) -> None:  # noqa: F811
     fleet = fleet_factory(HOSTS)
     for i in range(3):
@@ -87,6 +88,7 @@ def test_the_undisturbed_fleet_reads_once_a_minute(fleet_factory) -> None:  # no
     assert run_fleet(fleet, None) == UNDISTURBED
 
 
+@pytest.mark.slow(seconds=25)
 @pytest.mark.parametrize("kind", ["garbage", "deleted"])
 def test_a_churned_or_deleted_lease_costs_at_most_a_fifth_more_and_intake_goes_on(
     fleet_factory, kind: str  # noqa: F811

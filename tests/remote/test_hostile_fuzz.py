@@ -88,7 +88,7 @@ def write_object(cwd: Path, kind: str, message: bytes) -> str:
     return run(["git", "hash-object", "-t", "tag", "-w", "--stdin", "--literally"], tag)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=45)
 def test_hostile_records_never_crash_pause_past_the_horizon_block_past_a_lease_or_break_git(
     fleet_factory, git_daemon: str, tmp_path: Path
 ) -> None:

@@ -45,7 +45,7 @@ def gc_auto(git_dir: Path) -> str:
     return done.stdout + done.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=30)
 def test_renewals_at_defaults_add_a_bounded_set_of_objects_and_no_gc_warning(
     make_host, bare_remote: Path, git_daemon: str, fake_clock
 ) -> None:

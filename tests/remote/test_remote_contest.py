@@ -56,7 +56,7 @@ class RecordingRemote(RemoteGit):
         return outcomes
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=30)
 def test_contested_rounds_never_two_holders(make_host, bare_remote, fake_clock, skewed, reflog) -> None:
     rng = random.Random(20240611)
     truth = fake_clock

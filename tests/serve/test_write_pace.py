@@ -43,7 +43,9 @@ def admitted(clone: Path, github: ServedDouble, short_dir: Path, isolated_env: P
     served.stop()
 
 
-def test_eight_posting_processes_are_paced_for_the_whole_host(admitted, github: ServedDouble) -> None:
+@pytest.mark.slow(seconds=15)
+def test_eight_posting_processes_are_paced_for_the_whole_host(admitted, github: ServedDouble,
+                                                              isolated_env: Path) -> None:
     procs = [subprocess.Popen([sys.executable, "-c", POSTER, str(admitted.socket), "5", f"p{i}", TOKEN],  # type: ignore[attr-defined]
                               stdout=subprocess.PIPE, text=True) for i in range(8)]
     statuses = []
@@ -55,7 +57,21 @@ def test_eight_posting_processes_are_paced_for_the_whole_host(admitted, github: 
     assert len(times) == 40
     assert all(b - a >= 1.0 for a, b in zip(times, times[1:])), times  # GitHub's second, answer to request
     assert max(sum(1 for u in times if t <= u < t + 60) for t in times) <= 80
-    # the admission: 30 in any 6 minutes. The burst went at GitHub's pace; the 31st waited for the span
-    assert times[29] - times[0] < 60
-    assert times[30] >= times[0] + 360
-    assert max(sum(1 for u in times if t <= u < t + 360) for t in times) <= 30
+    # the admission: 30 in any 6 minutes, counted (as the pool's own rule) when each write left the host.
+    # Not on the double's arrival times: the clock ticks 50 ms a real ms, so a first write slowed a few
+    # real ms on a loaded machine arrives seconds late in its time and a 31st on time looks early (issue 31)
+    sent = _sent_times(isolated_env)
+    assert len(sent) == 40
+    assert sent[29] - sent[0] < 60  # the burst went at GitHub's pace
+    assert sent[30] >= sent[0] + 360  # the 31st waited for the span
+    assert max(sum(1 for u in sent if t <= u < t + 360) for t in sent) <= 30
+    assert times[29] - times[0] < 60 and times[30] >= sent[0] + 360  # and so GitHub saw it
+
+
+def _sent_times(home: Path) -> list[float]:
+    """When each content-creating write left the host: the host store's write slots (forge/pacing.py)."""
+    import sqlite3
+
+    db = home / ".local" / "state" / "git-sluice" / "host.sqlite3"
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return sorted(at for (at,) in conn.execute("SELECT sent FROM writes WHERE creating AND sent IS NOT NULL"))

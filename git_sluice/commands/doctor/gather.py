@@ -372,7 +372,25 @@ def _token_and_access(
         minted = getattr(credentials, "_token", None)  # an App's installation token, held in memory
         if isinstance(minted, str):
             secrets.append(minted)
-    return [token, access]
+    return [token, access, *_shared_token_check(credentials)]
+
+
+def _shared_token_check(credentials: object) -> list[Check]:
+    """An App's token stays with git's credential-cache daemon after doctor exits: say so, and how to end it.
+
+    Doctor shares the host's token as every other command does (a token of its own would make the
+    host's kept answers its 200s, counted); what outlives it is said rather than left unsaid (issue 31).
+    """
+    shared = getattr(credentials, "shared", None)
+    socket = getattr(shared, "socket", None)
+    if not isinstance(socket, Path) or not socket.exists() or getattr(shared, "_broken", False):
+        return []
+    return [Check(
+        "token sharing", "ok",
+        f"the App's installation token is held in memory by git's credential-cache daemon on {socket} "
+        "for this host's git-sluice processes, up to an hour after it was minted",
+        f"git credential-cache --socket {socket} exit drops it now (the next command mints another)",
+    )]
 
 
 def _lease_part(repo: Repo, remote: RemoteGit, settings: Settings, clock: Clock) -> list[Check]:
