@@ -10,6 +10,7 @@ what it holds. A light module: ``api`` and ``intake`` import it without the role
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 
@@ -34,14 +35,35 @@ class Stopper:
 
     @property
     def stopped(self) -> bool:
-        return self._event.is_set()
+        return self._event.is_set() or self.signal is not None
 
     @property
     def name(self) -> str:
         return SIGNAL_NAMES.get(self.signal, "a stop request") if self.signal is not None else "a stop request"
 
     def install(self) -> None:
+        """Handle SIGINT and SIGTERM. The handler takes no lock: it notes the signal and writes a byte to
+        a pipe, and a thread of its own sets the event. ``Event.set`` from the handler itself took the
+        event's lock on the main thread, and a second signal — git forwards a terminal's Ctrl-C to the
+        command it runs, which the terminal already sent it — arriving while the first handler held
+        that lock waited for it forever (a drive that never ended)."""
         if threading.current_thread() is not threading.main_thread():
             return
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        threading.Thread(target=self._relay, args=(read_end,), name="git-sluice-stopper", daemon=True).start()
+
+        def handler(signum: int, _frame: object) -> None:
+            if self.signal is None:
+                self.signal = signum
+            try:
+                os.write(write_end, b"!")
+            except OSError:  # a full pipe: a byte is already on its way
+                pass
+
         for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda s, _f: self.stop(s))
+            signal.signal(signum, handler)
+
+    def _relay(self, read_end: int) -> None:
+        while os.read(read_end, 64):
+            self._event.set()
