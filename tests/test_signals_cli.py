@@ -229,7 +229,9 @@ def test_through_git_a_terminals_signal_ends_git_by_it_after_the_driver_let_go(t
         call = _on_the_wire(world.gh, proc, mark, LISTS)
         took, err = _stopped(proc, signum, group=True)
         assert "Traceback" not in err, err
-        assert proc.returncode == -signum and took <= BOUND, (proc.returncode, took, err)
+        # git ends by the signal — or, when its own handler reaped the command first (it ends that fast
+        # now), says "waitpid for git-sluice failed" and exits 128: git's race, not the command's
+        assert proc.returncode in (-signum, 128) and took <= BOUND, (proc.returncode, took, err)
         assert "let go of the lease of main" in err and "stopped (" in err, err
         assert host.git("ls-remote", "origin", "refs/sluice/intake/main") == ""
         _asked_again_at_once(host, world.gh, call)
