@@ -5,7 +5,7 @@ while the user's push is still running. Importing click, libgit2 or httpx
 then would take CPU from that push, so this entry point (standard library
 only) lowers the runner's priority and waits for git to exit first; the
 command line proper (:mod:`git_sluice.cli`) is imported after, and only
-when :mod:`git_sluice.cli.fast` leaves the command to click: the plain
+when :mod:`git_sluice.cli.fast_path` leaves the command to click: the plain
 spellings of ``status``, ``queue`` and ``_hook-round`` run without it.
 """
 
@@ -62,7 +62,7 @@ def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == [HOOK_COMMAND]:
         before_hook_round(argv[1:])
-    from .cli.fast import dispatch
+    from .cli.fast_path import dispatch
 
     code = dispatch(argv)  # status, queue, intake and the hook runner, without click (issue 15)
     if code is not None:

@@ -375,8 +375,8 @@ class CallTimedOut(ForgeError, TimedOut):
 class AnswerFailed(ForgeError):
     """GitHub's answer is unusable (5xx, an unparsable body): failure memory takes it from here.
 
-    Raised by the host gate (forge/permits.py) for the failure memory above it
-    (forge/memory.py), which turns it into :class:`ForgeUnavailable`.
+    Raised by the host gate (forge/host_gate.py) for the failure memory above it
+    (forge/failure_memory.py), which turns it into :class:`ForgeUnavailable`.
     """
 
     def __init__(self, reason: str) -> None:

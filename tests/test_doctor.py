@@ -40,7 +40,7 @@ from git_sluice.commands.doctor.checks import (
 from git_sluice.double.testing import ServedDouble
 from git_sluice.forge.hoststore import HostStore, Wait
 from git_sluice.intake.round import RoundReport, RoundsLog
-from git_sluice.remote.lease import LeaseView
+from git_sluice.remote.lease_record import LeaseView
 from git_sluice.repo import Repo
 from git_sluice.runtime.session import open_session
 from git_sluice.commands.setup import install

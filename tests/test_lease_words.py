@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from git_sluice.commands.lease import Fetched, RemoteLook, lease_json, lease_words
-from git_sluice.remote.lease import LeaseView, lease_ref
+from git_sluice.remote.lease_record import LeaseView, lease_ref
 
 OID = "a" * 40
 OTHER = "b" * 40

@@ -17,7 +17,7 @@ import pytest
 
 from git_sluice.entry import NICENESS, wait_pid_of
 from git_sluice.remote.fetched import FetchedLeases, parse_for_each_ref
-from git_sluice.remote.lease import LeaseRecord, lease_ref
+from git_sluice.remote.lease_record import LeaseRecord, lease_ref
 from tests.gitutil import git
 
 HEAVY = ("graphql", "httpx", "pygit2")
@@ -72,13 +72,13 @@ def test_status_and_queue_load_neither_graphql_nor_httpx_nor_libgit2(work: Path)
     assert lease["holder"] == "host-b" and lease["role"] == "driver" and not lease["garbage"] and not lease["mine"]
     queue = _run_cli(work, "queue", "--json")
     assert queue["heavy"] == [] and queue["code"] == 0 and queue["light"] == [], queue
-    assert status["click"] == queue["click"] == [], (status, queue)  # cli/fast.py runs them (issue 15)
+    assert status["click"] == queue["click"] == [], (status, queue)  # cli/fast_path.py runs them (issue 15)
 
 
 def test_a_hook_round_that_concerns_nothing_loads_neither_graphql_nor_httpx_nor_libgit2(work: Path) -> None:
     """Most hook runs concern nothing (a branch not taken in): read the inbox, the filter, the config, end.
 
-    Nor click: the runner's plain spelling is run by cli/fast.py (issue 15)."""
+    Nor click: the runner's plain spelling is run by cli/fast_path.py (issue 15)."""
     sluice = work / ".git" / "sluice"
     sluice.mkdir()
     inbox = sluice / "hook-in.4242"

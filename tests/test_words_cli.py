@@ -97,7 +97,7 @@ def _push_mark(host, holder: str = "host-a") -> None:
     """A driver's lease mark of ``holder`` on the remote, as its push leaves it."""
     import subprocess
 
-    from git_sluice.remote.lease import LeaseRecord, lease_ref
+    from git_sluice.remote.lease_record import LeaseRecord, lease_ref
 
     message = LeaseRecord(holder=holder, role="driver", lease=300.0, renewal=1, version="0.1.0").to_message("main")
     tree = host.git("mktree")

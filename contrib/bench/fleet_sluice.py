@@ -32,7 +32,7 @@ import pygit2
 from git_sluice.double import GitHubDouble
 from git_sluice.errors import AllowanceSpent, SluiceError, TimedOut
 from git_sluice.intake.queue import QueueStore
-from git_sluice.remote.leases import LeaseKeeper
+from git_sluice.remote.lease_keeper import LeaseKeeper
 from git_sluice.commands.drive import drive
 from git_sluice.commands.wait import wait_for
 from git_sluice.runtime.session import Session

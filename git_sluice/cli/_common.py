@@ -11,7 +11,7 @@ import click
 
 from ..durations import parse_duration
 from ..errors import SluiceError
-from .intake_run import setup_logging as setup_logging  # its home is click-free (fast.py runs intake)
+from .intake_run import setup_logging as setup_logging  # its home is click-free (fast_path.py runs intake)
 from .views import json_text
 
 F = TypeVar("F", bound=Callable[..., Any])

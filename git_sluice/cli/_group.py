@@ -22,7 +22,7 @@ COMMAND_MODULES = {
     "doctor": "doctor_cmd",
     "serve": "serve_cmd",
 }
-"""Which module of this package defines each command (tests/test_cli_fast.py checks it against the modules)."""
+"""Which module of this package defines each command (tests/test_cli_fast_path.py checks it against the modules)."""
 
 
 def load_all() -> None:

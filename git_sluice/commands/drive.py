@@ -18,8 +18,8 @@ from ..forge.client import ForgeError, ForgeUnavailable
 from ..intake.round import Intake, RoundReport
 from ..records import record
 from ..remote.git import RemoteRefused, RemoteUnreachable
-from ..remote.lease import LeaseView, renewal_deferral
-from ..remote.leases import LeaseKeeper
+from ..remote.lease_record import LeaseView, renewal_deferral
+from ..remote.lease_keeper import LeaseKeeper
 from ..remote.looks import SHARE_WINDOW
 from ..runtime.refusal import Refusal
 from ..runtime.rounds import branch_refspecs, intake_for

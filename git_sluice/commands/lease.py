@@ -15,10 +15,10 @@ from ..config import Settings, load_settings
 from ..errors import UnknownBranch
 from ..gitcli import run
 from ..records import record
-from ..remote.lease import LEASE_PREFIX, LeaseView
+from ..remote.lease_record import LEASE_PREFIX, LeaseView
 from ..remote.words import Fetched as Fetched, RemoteLook as RemoteLook, lease_words as lease_words
 from ..remote.fetched import FetchedLeases
-from ..remote.leases import LeaseKeeper
+from ..remote.lease_keeper import LeaseKeeper
 
 if TYPE_CHECKING:
     from ..remote.git import RemoteGit

@@ -23,8 +23,8 @@ from ..intake.request import Request
 from ..intake.round import Intake
 from ..records import record
 from ..remote.git import RemoteRefused, RemoteUnreachable
-from ..remote.lease import LeaseView
-from ..remote.leases import LeaseKeeper
+from ..remote.lease_record import LeaseView
+from ..remote.lease_keeper import LeaseKeeper
 from ..runtime.rounds import branch_refspecs, intake_for
 from ..runtime.session import Session, fetch_and_adopt
 from ..runtime.stopper import Stopper

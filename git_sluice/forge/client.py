@@ -5,13 +5,13 @@ so no caller can skip a rule (docs/design.md, "One call's road"):
 
 1. single flight (flight.py) — one caller per address on the clone; a caller
    that waited for another's call to the same address shares its answer;
-2. failure memory (memory.py) — an address that failed recently is not asked;
+2. failure memory (failure_memory.py) — an address that failed recently is not asked;
 3. revalidation (revalidate.py) — every GET is conditional on the kept
    answer, and a 304 is answered from the kept body;
 4. the write pace (writepace.py) — a mutating call waits for its slot in the
    host's pace for writes (1 s apart, GitHub's per-minute and per-hour limits
    of content-creating calls, the pool's admission), or is deferred unsent;
-5. the host's gate (permits.py) — a started permit for (pool, resource): no
+5. the host's gate (host_gate.py) — a started permit for (pool, resource): no
    call while paused, one probe at the pause's end, then cohorts; a throttle
    pauses the host and, through ``on_pause``, the fleet;
 6. the ledger (ledger.py) — every answer classified, its rate headers and
@@ -42,13 +42,13 @@ from . import origins, pacing, rules, tally
 from .auth import Credentials, api_host, known_pool
 from .flight import SingleFlight
 from .hoststore import HostStore
-from .kept import KeptAnswers, address_of
+from .kept_answers import KeptAnswers, address_of
 from .ledger import Ledger
-from .memory import FailureMemory
+from .failure_memory import FailureMemory
 from .poolguard import PoolHosts, StandingPause, choose
-from .permits import Admission, HostGate, PauseListener, ProbeClaim, ProbeListener, WaitListener
+from .host_gate import Permits, HostGate, PauseListener, ProbeClaim, ProbeListener, WaitListener
 from .revalidate import Revalidate
-from .road import CALL, COST, COUNTED, FROM_CACHE, SHARED, VERDICT, Call, Stats, Waits
+from .layers import CALL, COST, COUNTED, FROM_CACHE, SHARED, VERDICT, Call, Stats, Waits
 from .wire import Authorize, Deadline, transport_for
 from .writepace import WritePace
 
@@ -193,7 +193,7 @@ class Forge:
         self.timeout = timeout
         self.stats = Stats()
         self.waits = Waits(clock, cancel)
-        self.admission = Admission(
+        self.permits = Permits(
             store, clock, self.waits, self.stats, enforce=enforce, permit_deadline=permit_deadline,
             on_wait=on_wait, probe_claim=probe_claim, before_call=before_call,
         )
@@ -201,19 +201,19 @@ class Forge:
         # per request (URL merging, cookies, its event machinery) was a fifth of a quiet
         # round's CPU, and the road does everything it would (issue 15)
         self._http = self._road(
-            transport or transport_for((self.api, self.graphql_url)), self.admission, on_pause=on_pause,
+            transport or transport_for((self.api, self.graphql_url)), self.permits, on_pause=on_pause,
             on_probed=on_probed,
         )
 
     def _road(
-        self, wire: httpx.BaseTransport, admission: Admission, *,
+        self, wire: httpx.BaseTransport, permits: Permits, *,
         on_pause: PauseListener | None, on_probed: ProbeListener | None,
     ) -> httpx.BaseTransport:
         """The layers, innermost first (the module docstring reads them outermost first)."""
         road: httpx.BaseTransport = Deadline(wire, self.clock, self.waits, timeout=self.timeout)
         road = Authorize(road, lambda: self.credentials.token(), (self.api, self.graphql_url))
         road = Ledger(road, self.store, self.clock, self.stats)
-        road = HostGate(road, admission, self.pool_for, self.stats, on_pause=on_pause, on_probed=on_probed)
+        road = HostGate(road, permits, self.pool_for, self.stats, on_pause=on_pause, on_probed=on_probed)
         road = WritePace(road, self.store, self.waits, self.stats, self.write_rules, self.write_patience,
                          self.graphql_url, self.pool_for)
         road = Revalidate(road, self.kept, self.clock, self.stats)
@@ -227,7 +227,7 @@ class Forge:
         in memory (issue 15: a handful of write transactions a round, not four
         per call); this writes what waits, in one go.
         """
-        self.admission.settle()
+        self.permits.settle()
 
     def close(self) -> None:
         try:

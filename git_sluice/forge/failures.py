@@ -18,7 +18,7 @@ dropped    the connection closed before the answer       yes
 connect    any other failure to connect                  yes
 ========== ============================================ =========
 
-**Remembered** is failure memory's (memory.py): an address that failed is not
+**Remembered** is failure memory's (failure_memory.py): an address that failed is not
 asked again for 60 s, doubling. A DNS or TLS failure is this machine's
 set-up, not GitHub's state: no request reached GitHub, so asking again costs
 it nothing, and remembering it would repeat the old failure for up to 15

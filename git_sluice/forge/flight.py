@@ -19,8 +19,8 @@ import httpx
 
 from ..errors import CallTimedOut
 from ..records import record
-from .kept import FlightLock
-from .road import META, SHARED, Call, KeptLayer, Waits, call_of, kept_response
+from .kept_answers import FlightLock
+from .layers import META, SHARED, Call, KeptLayer, Waits, call_of, kept_response
 
 log = logging.getLogger("git_sluice")
 

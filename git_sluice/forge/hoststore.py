@@ -1,6 +1,6 @@
 """The host store: one SQLite file shared by every git-sluice process on the host.
 
-It holds, per (pool, resource), the state of the pause machine (``gate``) with
+It holds, per (pool, resource), the state of the pause machine (``gate_machine``) with
 the permits in flight, plus the budget ledger (the last rate headers and the
 counted calls) and the counters of held, fenced and not-attempted calls.
 
@@ -38,7 +38,7 @@ from ..errors import HostStoreCorrupt as _Corrupt
 from ..errors import HostStoreError as HostStoreError
 from ..records import record
 from ..statefile import FileLock, LockTimeout, ensure_dir
-from . import gate, pacing, rules
+from . import gate_machine, pacing, rules
 
 log = logging.getLogger("git_sluice")
 
@@ -237,7 +237,7 @@ class HostStore:
         self._inherited: list[sqlite3.Connection] = []
         self.writes = 0  # write transactions this object ran (a quiet round's are counted by the tests)
         # check()'s last read of each gate row, valid while the file is unchanged (_load_unchanged)
-        self._unchanged: dict[tuple[str, str], tuple[sqlite3.Connection, tuple[int, int], gate.GateState]] = {}
+        self._unchanged: dict[tuple[str, str], tuple[sqlite3.Connection, tuple[int, int], gate_machine.GateState]] = {}
         # rate headers and counted calls noted, not yet written (one write per round, not one per call)
         self._noted_rates: dict[tuple[str, str], tuple[rules.RateHeaders, float]] = {}
         self._noted_calls: dict[tuple[str, str, int], list[int]] = {}
@@ -447,15 +447,15 @@ class HostStore:
 
     # --- gate state ----------------------------------------------------------------
 
-    def _load_live(self, conn: sqlite3.Connection, pool: str, resource: str, now: float) -> gate.GateState:
+    def _load_live(self, conn: sqlite3.Connection, pool: str, resource: str, now: float) -> gate_machine.GateState:
         """The gate's state less the permits past their deadline, counted ``expired`` (inside a write)."""
         state = self._load(conn, pool, resource)
-        expired = gate.expire(state, now)
+        expired = gate_machine.expire(state, now)
         if expired:
             self._count(conn, pool, resource, "expired", len(expired))
         return state
 
-    def _load_unchanged(self, conn: sqlite3.Connection, pool: str, resource: str) -> gate.GateState:
+    def _load_unchanged(self, conn: sqlite3.Connection, pool: str, resource: str) -> gate_machine.GateState:
         """:meth:`_load` for a reader that changes nothing (``check``), the row read again only once the file changed.
 
         A round checks its kept permit before each of its ~150 calls (issue 15);
@@ -474,21 +474,21 @@ class HostStore:
         self._unchanged[(pool, resource)] = (conn, seen, state)
         return state
 
-    def _load(self, conn: sqlite3.Connection, pool: str, resource: str) -> gate.GateState:
+    def _load(self, conn: sqlite3.Connection, pool: str, resource: str) -> gate_machine.GateState:
         row = conn.execute("SELECT state FROM gates WHERE pool = ? AND resource = ?", (pool, resource)).fetchone()
         if row is None:
-            return gate.GateState(pool_id=pool)
+            return gate_machine.GateState(pool_id=pool)
         try:
-            state = gate.GateState.from_dict(json.loads(row[0]))
-            if not gate.sane(state, self.clock.time(), _SANE_SPAN):
+            state = gate_machine.GateState.from_dict(json.loads(row[0]))
+            if not gate_machine.sane(state, self.clock.time(), _SANE_SPAN):
                 raise ValueError(f"a pause until {state.until!r}, past any this host sets")
         except (ValueError, TypeError, RecursionError) as exc:
             log.warning("pause state for %s/%s in %s was unreadable (%s); starting it afresh", pool, resource, self.path, exc)
-            return gate.GateState(pool_id=pool)
+            return gate_machine.GateState(pool_id=pool)
         state.pool_id = pool
         return state
 
-    def _save(self, conn: sqlite3.Connection, pool: str, resource: str, state: gate.GateState, now: float) -> None:
+    def _save(self, conn: sqlite3.Connection, pool: str, resource: str, state: gate_machine.GateState, now: float) -> None:
         conn.execute(
             "INSERT INTO gates (pool, resource, state, updated_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (pool, resource) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
@@ -503,7 +503,7 @@ class HostStore:
         )
 
     @staticmethod
-    def _view(pool: str, resource: str, state: gate.GateState) -> PauseView:
+    def _view(pool: str, resource: str, state: gate_machine.GateState) -> PauseView:
         return PauseView(
             pool=pool,
             resource=resource,
@@ -531,24 +531,24 @@ class HostStore:
                 state = self._load_live(conn, pool, resource, now)
                 permit_id = os.urandom(16).hex()  # as uuid4().hex, without importing uuid
                 if enforce:
-                    decision = gate.acquire(state, now, permit_id, now + deadline)
-                    if isinstance(decision, gate.Deferred) and decision.reason == "paused":
+                    decision = gate_machine.acquire(state, now, permit_id, now + deadline)
+                    if isinstance(decision, gate_machine.Deferred) and decision.reason == "paused":
                         self._count(conn, pool, resource, "held")
                 else:
                     import copy
 
                     trial = copy.deepcopy(state)
-                    decision = gate.acquire(trial, now, permit_id, now + deadline)
-                    if isinstance(decision, gate.Grant):
+                    decision = gate_machine.acquire(trial, now, permit_id, now + deadline)
+                    if isinstance(decision, gate_machine.Grant):
                         state = trial
                     else:
                         # what enforcement would have held goes out anyway, untracked, as a
                         # call from inside the window (its throttle extends, never escalates)
                         state.held += 1
                         self._count(conn, pool, resource, f"would_hold_{decision.reason}")
-                        decision = gate.Grant("normal", state.epoch - 1)
+                        decision = gate_machine.Grant("normal", state.epoch - 1)
                 self._save(conn, pool, resource, state, now)
-            if isinstance(decision, gate.Deferred):
+            if isinstance(decision, gate_machine.Deferred):
                 return Wait(pool, resource, decision.until, decision.reason)
             return Permit(permit_id, pool, resource, decision.epoch, decision.kind, now + deadline, enforce)
 
@@ -562,7 +562,7 @@ class HostStore:
                 now = self.clock.time()
                 state = self._load_live(conn, permit.pool, permit.resource, now)
                 tracked = permit.id in state.permits
-                ok = gate.start(state, permit.id, now)
+                ok = gate_machine.start(state, permit.id, now)
                 if not ok and (permit.enforce or tracked):
                     self._count(conn, permit.pool, permit.resource, "fenced" if permit.enforce else "would_fence")
                 self._save(conn, permit.pool, permit.resource, state, now)
@@ -573,7 +573,7 @@ class HostStore:
     def check(self, permit: Permit) -> PermitCheck:
         """Would ``start`` still let this permit's next call on the wire? Read only: no write lock taken.
 
-        A process reusing one normal permit for a round's calls (permits.py) asks
+        A process reusing one normal permit for a round's calls (host_gate.py) asks
         this before each call: "ok" while the gate stays open at the permit's
         epoch and the permit is recorded; "fenced" once a throttle anywhere on
         the host moved the epoch (the caller then ``start``s it, which drops and
@@ -602,7 +602,7 @@ class HostStore:
                 finished = self._finished(state, permit, outcome, now)
                 if outcome.kind in ("not_attempted", "cut_short"):
                     self._count(conn, permit.pool, permit.resource, outcome.kind)
-                effect = gate.finish(state, permit.id, now, finished, epoch=permit.epoch)
+                effect = gate_machine.finish(state, permit.id, now, finished, epoch=permit.epoch)
                 if effect == "paused" and not permit.enforce:
                     state.observe_only = True
                 self._save(conn, permit.pool, permit.resource, state, now)
@@ -613,15 +613,15 @@ class HostStore:
         return self._run(op)
 
     @staticmethod
-    def _finished(state: gate.GateState, permit: Permit, outcome: Outcome, now: float) -> gate.Finished:
+    def _finished(state: gate_machine.GateState, permit: Permit, outcome: Outcome, now: float) -> gate_machine.Finished:
         if outcome.kind in ("throttle", "spent"):
-            until, how = gate.pause_until_for(state, outcome.verdict, now=now, permit_epoch=permit.epoch)
+            until, how = gate_machine.pause_until_for(state, outcome.verdict, now=now, permit_epoch=permit.epoch)
             if outcome.kind == "spent":
-                return gate.spent(until, how)
+                return gate_machine.spent(until, how)
             cls = outcome.verdict.cls if outcome.verdict is not None and outcome.verdict.cls else "unknown"
-            return gate.throttled(until, cls, how)
-        return {"ok": gate.OK, "failure": gate.FAILURE, "not_attempted": gate.NOT_ATTEMPTED,
-                "cut_short": gate.NOT_ATTEMPTED}[outcome.kind]
+            return gate_machine.throttled(until, cls, how)
+        return {"ok": gate_machine.OK, "failure": gate_machine.FAILURE, "not_attempted": gate_machine.NOT_ATTEMPTED,
+                "cut_short": gate_machine.NOT_ATTEMPTED}[outcome.kind]
 
     def adopt(
         self,
@@ -648,8 +648,8 @@ class HostStore:
                 first = now if seen_at is None or not seen_at <= now else seen_at
                 bounded = min(until, first + adopt_horizon(cls)) if until == until else now
                 state = self._load(conn, pool, resource)
-                gate.expire(state, now)
-                changed = gate.adopt(state, bounded, cls, now, source=source, origin=origin)
+                gate_machine.expire(state, now)
+                changed = gate_machine.adopt(state, bounded, cls, now, source=source, origin=origin)
                 if changed:
                     self._save(conn, pool, resource, state, now)
             return changed
@@ -675,7 +675,7 @@ class HostStore:
                     if pool not in wanted or (pool, resource) in there:
                         continue
                     state = self._load(conn, pool, resource)
-                    if gate.release_adopted(state, now, origin):
+                    if gate_machine.release_adopted(state, now, origin):
                         self._save(conn, pool, resource, state, now)
                         ended += 1
             return ended
@@ -691,13 +691,13 @@ class HostStore:
             views = []
             for pool, resource, text in rows.fetchall():
                 try:
-                    state = gate.GateState.from_dict(json.loads(text))
+                    state = gate_machine.GateState.from_dict(json.loads(text))
                 except (ValueError, TypeError, RecursionError):
                     continue
-                if not gate.sane(state, now, _SANE_SPAN):
+                if not gate_machine.sane(state, now, _SANE_SPAN):
                     continue  # discarded by the next write of it; never shown
                 state.pool_id = pool
-                gate.expire(state, now)  # what the next caller will find; nothing is written
+                gate_machine.expire(state, now)  # what the next caller will find; nothing is written
                 if state.phase != "open":
                     views.append(self._view(pool, resource, state))
             return views

@@ -19,7 +19,7 @@ from ..clock import Clock, parse_rfc3339
 from ..statefile import parse_json
 from . import rules, tally
 from .hoststore import HostStore, Permit
-from .road import COST, COUNTED, PERMIT, VERDICT, Stats, call_of
+from .layers import COST, COUNTED, PERMIT, VERDICT, Stats, call_of
 
 
 class Ledger(httpx.BaseTransport):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import httpx
 
-from .road import REVALIDATED, STORED, KeptLayer, call_of, kept_response, meta_of
+from .layers import REVALIDATED, STORED, KeptLayer, call_of, kept_response, meta_of
 
 CONDITIONS = ("If-None-Match", "If-Modified-Since")
 

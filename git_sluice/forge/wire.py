@@ -36,7 +36,7 @@ import httpx
 from ..clock import Clock
 from ..errors import CallCancelled, CallTimedOut, ForeignURL, Interrupted, SluiceError
 from . import origins, proxies
-from .road import Waits, call_of
+from .layers import Waits, call_of
 
 if TYPE_CHECKING:
     import ssl

@@ -22,7 +22,7 @@ from ..errors import WriteDeferred
 from ..records import record
 from . import pacing
 from .hoststore import HostStore, WriteSlot
-from .road import Stats, Waits, call_of
+from .layers import Stats, Waits, call_of
 
 
 IN_FLIGHT_POLL = 0.01

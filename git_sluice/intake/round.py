@@ -31,7 +31,7 @@ from ..clock import Clock
 from ..remote.words import lease_words
 from ..errors import AllowanceSpent, CredentialsRefused, Interrupted, LeaseLapsed, SluiceError, local_time
 from ..forge.client import Forge
-from ..remote.lease import LeaseView
+from ..remote.lease_record import LeaseView
 from ..statefile import file_lock, held
 from . import graphql as gq
 from .discovery import LOCAL_MOVEMENT_REASONS, DiscoveryLog, due

@@ -3,7 +3,7 @@
 ``git sluice status`` reads every branch's lease. Opening the clone with
 libgit2 costs more than the rest of the command, so this reads the marks and
 their messages with one ``git rev-parse`` and one ``git for-each-ref`` and
-hands :class:`~.leases.LeaseKeeper` the two things it reads: ``ref`` and
+hands :class:`~.lease_keeper.LeaseKeeper` the two things it reads: ``ref`` and
 ``read_message``. Anything it cannot read for sure (a message holding a NUL,
 an unexpected line) makes :meth:`FetchedLeases.read` give up, and the caller
 opens the clone the usual way.
@@ -18,7 +18,7 @@ from pathlib import Path
 from ..gitcli import start
 from ..paths import sluice_dir_in
 from ..repo import clone_dirs as clone_dirs  # its old home
-from .lease import lease_ref
+from .lease_record import lease_ref
 
 _OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 _PREFIX = lease_ref("")
@@ -49,7 +49,7 @@ def parse_for_each_ref(text: str) -> dict[str, tuple[str, str | None]] | None:
 
 
 class FetchedLeases:
-    """The clone's dirs and its lease marks, as a :class:`~.leases.LeaseKeeper` reads them."""
+    """The clone's dirs and its lease marks, as a :class:`~.lease_keeper.LeaseKeeper` reads them."""
 
     def __init__(self, git_dir: Path, common_dir: Path, workdir: Path | None,
                  marks: dict[str, tuple[str, str | None]]) -> None:

@@ -28,7 +28,7 @@ from ..errors import PublishFailed as PublishFailed
 from ..records import record
 from ..repo import Repo
 from .git import CasUpdate, RemoteGit, RemoteRefused
-from .lease import check_host, check_name, format_seconds, parse_trailers
+from .lease_record import check_host, check_name, format_seconds, parse_trailers
 from .observe import ObservationStore
 
 log = logging.getLogger("git_sluice")

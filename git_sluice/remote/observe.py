@@ -31,7 +31,7 @@ from typing import Any
 from ..clock import Clock, clock_kind
 from ..boot import boot_id as system_boot_id
 from ..statefile import JsonDocument
-from .lease import Observation
+from .lease_record import Observation
 
 FILE_NAME = "observed.json"
 _FORMAT = 1

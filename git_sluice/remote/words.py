@@ -1,6 +1,6 @@
 """A lease as a person reads it (issue 31): the branch once, an age in words, never a stale "live".
 
-Beside :class:`~.lease.LeaseView` (whose ``describe`` the rounds' own
+Beside :class:`~.lease_record.LeaseView` (whose ``describe`` the rounds' own
 decisions keep): ``lease``, ``status``, ``drive`` and a round that stops for
 a lapsed lease print these words, which say what the view is as of — the
 last fetch (:class:`Fetched`), or the remote just now (:class:`RemoteLook`).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..durations import format_duration
 from ..records import record
-from .lease import LEASE_PREFIX, LeaseView
+from .lease_record import LEASE_PREFIX, LeaseView
 
 
 @record(frozen=True)

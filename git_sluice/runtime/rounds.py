@@ -14,7 +14,7 @@ from ..errors import CredentialsRefused
 from ..intake.hostwatch import HostWatch
 from ..intake.round import Intake
 from ..remote.git import tracking_ref, tracking_refspecs
-from ..remote.leases import LeaseKeeper
+from ..remote.lease_keeper import LeaseKeeper
 from .session import Session
 from .watching import tick_watch, watch_for
 

@@ -23,7 +23,7 @@ from ..forge.auth import Credentials, api_host, credentials_from_settings, known
 from ..forge.client import Forge
 from ..forge.hoststore import HostStore, Outcome, PauseView, Permit, Wait
 from ..forge import pacing
-from ..forge.kept import KeptAnswers
+from ..forge.kept_answers import KeptAnswers
 from ..forge.poolguard import PoolHosts
 from ..paths import host_state_dir
 from ..records import record

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import CredentialsRefused, Interrupted
 from ..forge.auth import known_pool
-from ..forge.kept import KeptAnswers
+from ..forge.kept_answers import KeptAnswers
 from ..intake.hostwatch import HostWatch
 from ..intake.queue import QueueStore
 from ..intake.survey import digest
@@ -23,7 +23,7 @@ from ..intake.watchstore import CloneRemote, group_of
 from ..jsonshape import field_map
 from ..remote.git import tracking_refspecs
 from ..remote.looks import RemoteLooks
-from ..remote.leases import LeaseKeeper
+from ..remote.lease_keeper import LeaseKeeper
 from ..remote.surveys import SurveyRemote, survey_ref
 from ..statefile import JsonDocument
 from .session import Session, own_pools

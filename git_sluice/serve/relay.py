@@ -33,7 +33,7 @@ from ..errors import (
 from ..forge.auth import StaticToken, UserPoolResolver
 from ..forge.client import Answer, Forge
 from ..forge.hoststore import BudgetRow
-from ..forge.kept import KeptAnswers
+from ..forge.kept_answers import KeptAnswers
 from ..forge.pacing import is_mutation
 from ..forge.writepace import graphql_operation
 from ..runtime.session import Session

@@ -19,7 +19,7 @@ from git_sluice.errors import AllowanceSpent
 from git_sluice.forge.client import ForgeUnavailable
 from git_sluice.forge import rules
 from git_sluice.forge.hoststore import HostStore
-from git_sluice.forge.kept import address_of
+from git_sluice.forge.kept_answers import address_of
 from git_sluice.paths import host_store_path
 from git_sluice.runtime.session import Session, open_session
 

@@ -24,7 +24,7 @@ from git_sluice.errors import ForgeUnavailable
 from git_sluice.forge.client import Forge
 from git_sluice.forge.failures import describe
 from git_sluice.forge.hoststore import HostStore
-from git_sluice.forge.kept import KeptAnswers, address_of
+from git_sluice.forge.kept_answers import KeptAnswers, address_of
 from tests.forge.test_forge import FixedToken
 from tests.tlsutil import TestCA, make_ca, self_signed_context
 

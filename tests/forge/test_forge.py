@@ -13,7 +13,7 @@ from git_sluice.clock import FakeClock
 from git_sluice.errors import ForeignURL, ForgeUnavailable, PathOutsideAPI
 from git_sluice.forge.client import Forge
 from git_sluice.forge.hoststore import HostStore
-from git_sluice.forge.kept import KeptAnswers
+from git_sluice.forge.kept_answers import KeptAnswers
 
 
 @dataclass

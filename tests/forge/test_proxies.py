@@ -15,7 +15,7 @@ from git_sluice.clock import SystemClock
 from git_sluice.errors import ConfigError, ForgeUnavailable
 from git_sluice.forge.client import Forge
 from git_sluice.forge.hoststore import HostStore
-from git_sluice.forge.kept import KeptAnswers
+from git_sluice.forge.kept_answers import KeptAnswers
 from git_sluice.forge.proxies import ProxySetting, bypassed, proxy_for, redact
 from git_sluice.forge.wire import ByOrigin, transport_for
 

@@ -27,12 +27,12 @@ from git_sluice.errors import (
 from git_sluice.forge import rules
 from git_sluice.forge.flight import SingleFlight
 from git_sluice.forge.hoststore import HostStore, Permit
-from git_sluice.forge.kept import KeptAnswers, address_of
+from git_sluice.forge.kept_answers import KeptAnswers, address_of
 from git_sluice.forge.ledger import Ledger
-from git_sluice.forge.memory import FailureMemory
-from git_sluice.forge.permits import Admission, HostGate
+from git_sluice.forge.failure_memory import FailureMemory
+from git_sluice.forge.host_gate import Permits, HostGate
 from git_sluice.forge.revalidate import Revalidate
-from git_sluice.forge.road import (
+from git_sluice.forge.layers import (
     CALL,
     COUNTED,
     FROM_CACHE,
@@ -305,8 +305,8 @@ class Verdicts(httpx.BaseTransport):
 def gate(store: HostStore, clock: FakeClock, recorder: Recorder, stats: Stats | None = None,
          **listeners: object) -> HostGate:
     stats = stats or Stats()
-    admission = Admission(store, clock, Waits(clock), stats, enforce=True, permit_deadline=60)
-    return HostGate(Verdicts(recorder, clock), admission, lambda _resource: "pool1", stats, **listeners)  # type: ignore[arg-type]
+    permits = Permits(store, clock, Waits(clock), stats, enforce=True, permit_deadline=60)
+    return HostGate(Verdicts(recorder, clock), permits, lambda _resource: "pool1", stats, **listeners)  # type: ignore[arg-type]
 
 
 def test_a_throttle_pauses_the_host_and_the_next_call_is_not_sent(store: HostStore, clock: FakeClock) -> None:
@@ -355,8 +355,8 @@ def test_a_wait_for_a_pause_stops_when_told(store: HostStore, clock: FakeClock) 
     cancel = threading.Event()
     inner = Recorder(ok(b'{"message": "API rate limit exceeded"}', 429, retry_after="600"), ok())
     stats = Stats()
-    admission = Admission(store, clock, Waits(clock, cancel), stats, enforce=True, permit_deadline=60)
-    layer = HostGate(Verdicts(inner, clock), admission, lambda _resource: "pool1", stats,
+    permits = Permits(store, clock, Waits(clock, cancel), stats, enforce=True, permit_deadline=60)
+    layer = HostGate(Verdicts(inner, clock), permits, lambda _resource: "pool1", stats,
                      on_pause=lambda view: cancel.set())  # SIGTERM arrives as the pause opens
     start = clock.time()
     with pytest.raises(Interrupted):
@@ -577,10 +577,10 @@ def test_a_call_cut_short_on_the_wire_is_not_remembered_and_its_permit_goes_back
     store = HostStore(tmp_path / "host.sqlite3", clock=clock)
     kept = KeptAnswers(tmp_path / "kept")
     stats, waits = Stats(), Waits(clock, cancel)
-    admission = Admission(store, clock, waits, stats, enforce=True, permit_deadline=60)
+    permits = Permits(store, clock, waits, stats, enforce=True, permit_deadline=60)
     road: httpx.BaseTransport = Deadline(httpx.MockTransport(held), clock, waits, timeout=30)
     road = Ledger(road, store, clock, stats)
-    road = HostGate(road, admission, lambda _resource: "pool-1", stats)
+    road = HostGate(road, permits, lambda _resource: "pool-1", stats)
     road = FailureMemory(road, kept, clock, stats)
     threading.Thread(target=lambda: (on_wire.wait(30), cancel.set()), daemon=True).start()
     with pytest.raises(CallCancelled):
@@ -588,5 +588,5 @@ def test_a_call_cut_short_on_the_wire_is_not_remembered_and_its_permit_goes_back
     release.set()
     assert kept.meta(address_of("GET", URL)).fail_until is None and stats.failures == 0
     assert store.pauses() == [] and store.counters()[("pool-1", "core")] == {"cut_short": 1}
-    admission.settle()
+    permits.settle()
     store.close()

@@ -17,7 +17,7 @@ from git_sluice.errors import AllowanceSpent
 from git_sluice.intake.queue import QueueStore
 from git_sluice.commands.intake import run_rounds
 from git_sluice.remote.git import CasUpdate
-from git_sluice.remote.lease import LeaseRecord, lease_ref
+from git_sluice.remote.lease_record import LeaseRecord, lease_ref
 from git_sluice.runtime.session import Session, open_session
 from tests.gitutil import git, make_clone
 

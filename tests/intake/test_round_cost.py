@@ -25,7 +25,7 @@ from git_sluice.runtime.session import Session, open_session
 from git_sluice.commands.intake import run_rounds
 from git_sluice.double.testing import ServedDouble
 from git_sluice.errors import AllowanceSpent
-from git_sluice.forge import kept as kept_module
+from git_sluice.forge import kept_answers as kept_module
 from git_sluice.forge import rules
 from git_sluice.forge.hoststore import HostStore, Outcome, Permit
 from tests.gitutil import make_clone
@@ -129,7 +129,7 @@ def test_a_throttle_in_another_process_fences_the_kept_permit(
     with open_session(clone, clock=clock) as session:
         pool = session.forge.pool
         session.forge.get(f"repos/{REPO}")  # takes a normal permit and keeps it for the next call
-        [kept] = session.forge.admission._kept.values()
+        [kept] = session.forge.permits._kept.values()
         child = CTX.Process(target=_throttle_elsewhere,
                             args=(str(session.store.path), str(clock.path), pool, clock.time()))
         child.start()
@@ -141,7 +141,7 @@ def test_a_throttle_in_another_process_fences_the_kept_permit(
         assert github.gh.requests(since=mark) == 0  # never reached the wire
         assert session.forge.stats.not_attempted == 1
         assert session.store.counters()[(pool, "core")]["fenced"] == 1
-        assert session.store.check(kept) == "fenced" and not session.forge.admission._kept
+        assert session.store.check(kept) == "fenced" and not session.forge.permits._kept
 
 
 def test_a_quiet_intake_never_imports_graphql(clone: Path, github: ServedDouble, tmp_path: Path) -> None:

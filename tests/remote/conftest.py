@@ -24,7 +24,7 @@ from pytest_git import GitRepo
 
 from git_sluice.clock import FakeClock
 from git_sluice.remote.git import RemoteGit
-from git_sluice.remote.leases import LeaseKeeper
+from git_sluice.remote.lease_keeper import LeaseKeeper
 from git_sluice.remote.notes import PauseNotes
 from git_sluice.remote.observe import ObservationStore
 from git_sluice.repo import Repo

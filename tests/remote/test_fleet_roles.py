@@ -26,7 +26,7 @@ from git_sluice.errors import AllowanceSpent
 from git_sluice.forge.hoststore import HostStore
 from git_sluice.intake.queue import QueueStore
 from git_sluice.commands.intake import run_rounds
-from git_sluice.remote.lease import LeaseRecord
+from git_sluice.remote.lease_record import LeaseRecord
 from git_sluice.commands.drive import drive
 from git_sluice.commands.wait import wait_for
 from git_sluice.runtime.stopper import Stopper

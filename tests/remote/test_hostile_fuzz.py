@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from git_sluice.clock import FileClock
 from git_sluice.forge.hoststore import ADOPT_HORIZON, HostStore
-from git_sluice.remote.leases import LeaseKeeper
+from git_sluice.remote.lease_keeper import LeaseKeeper
 from git_sluice.config import load_settings
 from git_sluice.repo import Repo
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from git_sluice.remote.lease import RENEWAL_CYCLE
+from git_sluice.remote.lease_record import RENEWAL_CYCLE
 
 BRANCHES = [f"b{i:02d}" for i in range(20)]
 LEASE = 300.0  # the default

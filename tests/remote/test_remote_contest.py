@@ -24,8 +24,8 @@ import pytest
 
 from git_sluice.clock import FakeClock
 from git_sluice.remote.git import CasUpdate, RefOutcome, RemoteGit
-from git_sluice.remote.lease import LeaseRecord
-from git_sluice.remote.leases import LeaseKeeper
+from git_sluice.remote.lease_record import LeaseRecord
+from git_sluice.remote.lease_keeper import LeaseKeeper
 
 REF = "refs/sluice/intake/main"
 LEASE = 30.0

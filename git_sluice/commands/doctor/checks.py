@@ -19,7 +19,7 @@ from ...records import record
 
 if TYPE_CHECKING:  # the checks are pure: facts in, verdicts out; nothing of the road is loaded
     from ...forge.hoststore import BudgetRow, PauseView
-    from ...remote.lease import LeaseView
+    from ...remote.lease_record import LeaseView
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -407,7 +407,7 @@ def remote_checks(remote: str, fetch_error: str | None, trial: ScratchTrial | No
 
 
 def lease_check(view: LeaseView) -> Check:
-    """One branch's lease (a :class:`~git_sluice.remote.lease.LeaseView`) as this host sees it."""
+    """One branch's lease (a :class:`~git_sluice.remote.lease_record.LeaseView`) as this host sees it."""
     name = f"lease {view.branch}"
     age = format_duration(view.age) if view.age is not None else "an unknown time"
     lease = format_duration(view.lease)

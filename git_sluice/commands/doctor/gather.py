@@ -394,7 +394,7 @@ def _shared_token_check(credentials: object) -> list[Check]:
 
 
 def _lease_part(repo: Repo, remote: RemoteGit, settings: Settings, clock: Clock) -> list[Check]:
-    from ...remote.leases import LeaseKeeper
+    from ...remote.lease_keeper import LeaseKeeper
 
     keeper = LeaseKeeper.configured(repo, settings, role="step", clock=clock, remote=remote)
     return [lease_check(view) for view in keeper.read_all(list(settings.branches)).values()]

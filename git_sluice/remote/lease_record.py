@@ -1,6 +1,6 @@
 """The lease record and the pure take / renew / take-over decisions (docs/design.md#the-lease).
 
-Nothing here does I/O: the keeper (:mod:`.leases`) reads the remote's mark and
+Nothing here does I/O: the keeper (:mod:`.lease_keeper`) reads the remote's mark and
 this host's own observations, asks :func:`decide`, and pushes what it says.
 That split lets every combination be tested without a remote.
 

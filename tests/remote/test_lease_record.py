@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from git_sluice.remote.lease import (
+from git_sluice.remote.lease_record import (
     ACTIONS,
     LeaseRecord,
     Mark,
@@ -285,7 +285,7 @@ def test_a_held_renewal_never_costs_the_ticks_rounds_their_lease(lease: float, t
                                                                   margin_share: float) -> None:
     """A renewal held for the tick's end is at most two thirds of the lease old, less the margin the
     rounds need and half a tick: the rounds of that tick still take in."""
-    from git_sluice.remote.lease import renewal_deferral
+    from git_sluice.remote.lease_record import renewal_deferral
 
     tick, margin = lease / 3 * tick_share, lease * margin_share
     defer = renewal_deferral(lease=lease, tick=tick, margin=margin)

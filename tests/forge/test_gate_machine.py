@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from git_sluice.forge import rules
-from git_sluice.forge.gate import (
+from git_sluice.forge.gate_machine import (
     COHORT_SIZES,
     FAILURE,
     NOT_ATTEMPTED,

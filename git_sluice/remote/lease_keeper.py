@@ -17,7 +17,7 @@ from .. import __version__
 from ..clock import Clock
 from ..errors import RemoteRefused
 from ..records import record
-from .lease import (
+from .lease_record import (
     MARK_ROLES,
     RECORD_TIME,
     ROLES,

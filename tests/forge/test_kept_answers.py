@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from git_sluice.forge.kept import KeptAnswers, address_of
+from git_sluice.forge.kept_answers import KeptAnswers, address_of
 
 ADDRESS = address_of("GET", "https://api.github.test/repos/o/r/pulls")
 

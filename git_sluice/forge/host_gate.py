@@ -1,6 +1,6 @@
 """The host's gate on the road: a permit before the wire, the pause after a throttle.
 
-``Admission`` gets a *started* permit for (pool, resource): none while the
+``Permits`` gets a *started* permit for (pool, resource): none while the
 pause stands (a caller that does not wait is told ``AllowanceSpent`` at
 once), one probe at its end (claimed across hosts through ``probe_claim``),
 then cohorts; a permit whose epoch a throttle moved before the wire is
@@ -11,7 +11,7 @@ the outcome the ledger's verdict names: a throttle pauses the host (and,
 through ``on_pause``, the fleet); a failure goes to failure memory.
 
 Permits are taken and settled in batches (issue 15): a *normal* permit (the
-gate open) is kept by ``Admission`` for the process's next calls to the same
+gate open) is kept by ``Permits`` for the process's next calls to the same
 (pool, resource) until ``settle`` hands it back or it comes near its
 deadline. Before each reuse the store is *read* (``HostStore.check``, no
 write lock): a throttle anywhere on the host moved the epoch, and the next
@@ -32,7 +32,7 @@ from ..clock import Clock
 from ..errors import AllowanceSpent, CallCancelled, CallTimedOut, Interrupted, SluiceError
 from . import rules
 from .hoststore import HostStore, Outcome, OutcomeKind, PauseView, Permit, Wait
-from .road import PERMIT, VERDICT, AnswerFailed, Stats, Waits, call_of
+from .layers import PERMIT, VERDICT, AnswerFailed, Stats, Waits, call_of
 
 log = logging.getLogger("git_sluice")
 
@@ -44,7 +44,7 @@ ProbeClaim = Callable[[Permit], bool]
 ProbeListener = Callable[[Permit], None]
 
 
-class Admission:
+class Permits:
     """Permits for (pool, resource) from the host store, waiting where the caller allows it."""
 
     def __init__(
@@ -151,10 +151,10 @@ class Admission:
 
 class HostGate(httpx.BaseTransport):
     def __init__(
-        self, inner: httpx.BaseTransport, admission: Admission, pool: Callable[[str], str], stats: Stats,
+        self, inner: httpx.BaseTransport, permits: Permits, pool: Callable[[str], str], stats: Stats,
         *, on_pause: PauseListener | None = None, on_probed: ProbeListener | None = None,
     ) -> None:
-        self.inner, self.admission, self.pool, self.stats = inner, admission, pool, stats
+        self.inner, self.permits, self.pool, self.stats = inner, permits, pool, stats
         self.on_pause, self.on_probed = on_pause, on_probed
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -162,23 +162,23 @@ class HostGate(httpx.BaseTransport):
         resource = rules.resource_for(request.method, request.url.path)
         while True:
             # the pool per resource: a token whose pool is unknown goes under a standing pause's
-            permit = self.admission.admit(self.pool(resource), resource, wait=call.wait, deadline=call.deadline)
+            permit = self.permits.admit(self.pool(resource), resource, wait=call.wait, deadline=call.deadline)
             request.extensions = {**request.extensions, PERMIT: permit}
             try:
                 response = self.inner.handle_request(request)
             except Exception as exc:
-                self.admission.finish(permit, Outcome(_outcome_of(exc)))
+                self.permits.finish(permit, Outcome(_outcome_of(exc)))
                 raise
             verdict: rules.Verdict = response.extensions[VERDICT]
             pause = self._finish(permit, verdict)
             if verdict.kind == "throttle":
                 log.debug("%s of pool %s: %s: the host pauses%s", verdict.resource, permit.pool, verdict.reason,
-                         "" if self.admission.enforce else " (observe-only: it would have)")
+                         "" if self.permits.enforce else " (observe-only: it would have)")
                 self.stats.throttles += 1
-                if self.admission.enforce:
-                    until = pause.until if pause is not None else self.admission.clock.time() + rules.FALLBACK_BASE
+                if self.permits.enforce:
+                    until = pause.until if pause is not None else self.permits.clock.time() + rules.FALLBACK_BASE
                     if call.wait and (call.deadline is None or until <= call.deadline):
-                        continue  # admission waits the pause out
+                        continue  # the permits wait the pause out
                     raise AllowanceSpent(permit.pool, verdict.resource, until, reason=verdict.reason)
             if verdict.kind == "failure":
                 raise AnswerFailed(verdict.reason)
@@ -188,7 +188,7 @@ class HostGate(httpx.BaseTransport):
         """Hand the permit back; tell the fleet of a pause it opened, or that a probe went well."""
         kinds: dict[str, OutcomeKind] = {"spent_ok": "spent", "throttle": "throttle", "failure": "failure"}
         kind = kinds.get(verdict.kind, "ok")
-        pause = self.admission.finish(permit, Outcome(kind, verdict))
+        pause = self.permits.finish(permit, Outcome(kind, verdict))
         if permit.kind == "probe" and kind == "ok" and self.on_probed is not None:
             try:
                 self.on_probed(permit)

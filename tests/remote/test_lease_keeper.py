@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from git_sluice.remote.git import CasUpdate, RefOutcome, RemoteGit, RemoteRefused, RemoteUnreachable
-from git_sluice.remote.lease import LeaseRecord, LeaseView
-from git_sluice.remote.leases import LeaseKeeper
+from git_sluice.remote.lease_record import LeaseRecord, LeaseView
+from git_sluice.remote.lease_keeper import LeaseKeeper
 
 REF = "refs/sluice/intake/main"
 

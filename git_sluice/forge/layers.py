@@ -19,7 +19,7 @@ from ..clock import Clock, SystemClock
 from ..errors import AnswerFailed as AnswerFailed
 from ..errors import Interrupted
 from ..records import record
-from .kept import KeptAnswers, KeptBody, Meta
+from .kept_answers import KeptAnswers, KeptBody, Meta
 
 CALL = "sluice_call"  # request: the Call below
 PERMIT = "sluice_permit"  # request: the hoststore.Permit the call goes out under

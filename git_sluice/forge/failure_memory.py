@@ -19,7 +19,7 @@ import httpx
 
 from ..errors import ForgeUnavailable
 from .failures import Failure, describe
-from .road import AnswerFailed, KeptLayer, call_of, meta_of
+from .layers import AnswerFailed, KeptLayer, call_of, meta_of
 
 
 class FailureMemory(KeptLayer):

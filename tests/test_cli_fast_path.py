@@ -1,4 +1,4 @@
-"""cli/fast.py: ``status``, ``queue`` and the hook runner without click print exactly what click would (issue 15).
+"""cli/fast_path.py: ``status``, ``queue`` and the hook runner without click print exactly what click would (issue 15).
 
 Each case runs the console script's entry (the fast path where it applies)
 and the click command line itself, in fresh processes over the same clone,
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from git_sluice.cli.fast import parse
+from git_sluice.cli.fast_path import parse
 from git_sluice.intake.queue import QueueDoc, QueueStore, entry_from_reading
 from git_sluice.intake.request import Request
 from git_sluice.paths import clone_sluice_dir
