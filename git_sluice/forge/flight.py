@@ -19,7 +19,7 @@ import httpx
 
 from ..errors import CallTimedOut
 from ..records import record
-from .kept_answers import FlightLock
+from .flight_lock import FlightLock
 from .layers import META, SHARED, Call, KeptLayer, Waits, call_of, kept_response
 
 log = logging.getLogger("git_sluice")

@@ -16,7 +16,7 @@ What is on disk, and why a 304 writes nothing but a few bytes (issue 15):
   validators, status and kept headers), then the body's bytes as GitHub sent
   them. Written (atomically) only on a 200. The validators live with the
   body they validate, so the two can never disagree after a crash.
-- ``<key>.lock``: the single-flight lock. Whoever holds it writes a fresh
+- ``<key>.lock``: the single-flight lock (:mod:`.flight_lock`). Whoever holds it writes a fresh
   *mark* into it when the call is answered; a caller that waited and finds
   the mark moved shares that answer. A pwrite into an open file, not a
   rename: a quiet round of 150 conditional GETs used to rewrite and rename
@@ -30,20 +30,18 @@ What is on disk, and why a 304 writes nothing but a few bytes (issue 15):
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
-import itertools
 import json
 import logging
 import os
 import threading
-import time
 from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..records import record
-from ..statefile import JsonDocument, ensure_dir, open_lock, parse_json, write_atomic
+from ..statefile import JsonDocument, ensure_dir, parse_json, write_atomic
+from .flight_lock import FlightLock
 
 log = logging.getLogger("git_sluice")
 
@@ -55,9 +53,6 @@ FAILURE_CAP = 900.0
 KEPT_HEADERS = ("content-type", "link", "etag", "last-modified")
 
 BODY_MAGIC = b"sluice-kept 2 "
-MARK_SIZE = 40
-_marks = itertools.count(1)
-
 
 def address_of(method: str, url: str) -> str:
     """The key of a kept answer: method and full URL with its query."""
@@ -139,71 +134,6 @@ def _parse_body(address: str, raw: bytes) -> KeptBody:
     )
 
 
-class FlightLock:
-    """The per-address lock (``flock`` on ``<key>.lock``), and the mark its holder leaves in it.
-
-    ``mark()`` reads the mark (no lock needed); the holder's ``stamp()``
-    writes a fresh one when the call is answered. Not re-entrant; one
-    holder at a time per open lock, in any thread or process.
-    """
-
-    def __init__(self, kept: KeptAnswers, address: str, path: Path) -> None:
-        self.kept, self.address, self.path = kept, address, path
-        self._fd: int | None = None
-        self.held = False
-
-    def _open(self) -> int:
-        if self._fd is None:
-            self.kept._ensure_dir()
-            self._fd = open_lock(self.path)  # a folder or a link in its place is moved aside
-        return self._fd
-
-    def mark(self) -> bytes:
-        try:
-            return os.pread(self._open(), MARK_SIZE, 0)
-        except OSError:
-            return b""
-
-    def acquire(self, timeout: float | None = None, poll: float = 0.05) -> bool:
-        """Take the lock; False when ``timeout`` seconds (real time) pass first (None: wait as long as it takes)."""
-        fd = self._open()
-        end = None if timeout is None else time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if end is not None and time.monotonic() >= end:
-                    return False
-                time.sleep(poll if end is None else max(min(poll, end - time.monotonic()), 0.0))
-        self.held = True
-        self.kept._holding(self)
-        return True
-
-    def stamp(self) -> None:
-        """A fresh mark: the call under this lock was answered (waiters may share it)."""
-        mark = f"{os.getpid()}.{threading.get_ident()}.{next(_marks)}.{time.monotonic_ns()}"
-        os.pwrite(self._open(), mark.encode()[:MARK_SIZE].ljust(MARK_SIZE), 0)
-
-    def release(self) -> None:
-        if self.held:
-            self.held = False
-            self.kept._released(self)
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._open(), fcntl.LOCK_UN)
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
-
-    def __enter__(self) -> FlightLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
 class KeptAnswers:
     """Kept answers for one directory (a clone's ``.git/sluice/kept``)."""
 
@@ -224,7 +154,8 @@ class KeptAnswers:
     def _body_path(self, address: str) -> Path:
         return self.directory / f"{self._key(address)}.body"
 
-    def _ensure_dir(self) -> None:
+    def ensure_dir(self) -> None:
+        """The folder, made once per object (a lock or a body is about to be written in it)."""
         if not self._dir_made:
             ensure_dir(self.directory)  # a file where the folder goes is moved aside
             self._dir_made = True
@@ -254,7 +185,7 @@ class KeptAnswers:
     def _set_failure(self, meta: Meta) -> None:
         """Write (or clear) one address's failure memory in the index, at once: other callers must see it."""
         key = self._key(meta.address)
-        self._ensure_dir()
+        self.ensure_dir()
         with self.index.update() as data:
             failures = data.get("failures")
             if not isinstance(failures, dict):
@@ -305,7 +236,7 @@ class KeptAnswers:
                         {k: v for k, v in headers.items() if k in KEPT_HEADERS}, body)
         head = {"address": meta.address, "etag": kept.etag, "last_modified": kept.last_modified,
                 "status": status, "headers": kept.headers}
-        self._ensure_dir()
+        self.ensure_dir()
         write_atomic(self._body_path(meta.address), BODY_MAGIC + json.dumps(head).encode() + b"\n" + body)
         meta.kept = kept
         return self.confirm(meta, now)
@@ -353,13 +284,14 @@ class KeptAnswers:
 
         Whoever takes it says how long to wait for it (flight.py bounds the wait).
         """
-        return FlightLock(self, address, self.directory / f"{self._key(address)}.lock")
+        return FlightLock(address, self.directory / f"{self._key(address)}.lock", self)
 
-    def _holding(self, lock: FlightLock) -> None:
+    def holding(self, lock: FlightLock) -> None:
+        """A lock of this directory was taken: an answer to its address stamps it (waiters share it)."""
         with self._mutex:
             self._held[lock.address] = lock
 
-    def _released(self, lock: FlightLock) -> None:
+    def released(self, lock: FlightLock) -> None:
         with self._mutex:
             if self._held.get(lock.address) is lock:
                 del self._held[lock.address]
