@@ -45,7 +45,7 @@ from .hoststore import HostStore
 from .kept_answers import KeptAnswers, address_of
 from .ledger import Ledger
 from .failure_memory import FailureMemory
-from .poolguard import PoolHosts, StandingPause, choose
+from .poolguard import PoolHosts, choose
 from .host_gate import Permits, HostGate, PauseListener, ProbeClaim, ProbeListener, WaitListener
 from .revalidate import Revalidate
 from .layers import CALL, COST, COUNTED, FROM_CACHE, SHARED, VERDICT, Call, Stats, Waits
@@ -256,7 +256,7 @@ class Forge:
         known = known_pool(self.credentials)
         provisional = getattr(self.credentials, "provisional_pool_id", None)
         if known is None and callable(provisional):
-            standing = [StandingPause(p.pool, p.resource, p.until, p.observe_only) for p in self.store.pauses()]
+            standing = self.store.pauses()
             hosts = self.pool_hosts
             choice = choose(None, standing, resource, api_host=host,
                             host_of=hosts.host_of if hosts is not None else (lambda _pool: None),

@@ -63,6 +63,33 @@ class InFlight:
     cohort: int | None = None  # the cohort serial a cohort permit was admitted to
 
 
+@record(frozen=True)
+class PauseView:
+    """A pause (or a ramp after one) as a person, the fleet or a call's choice of pool sees it.
+
+The one read-only shape of a pause on this host: :class:`GateState` is the
+machine's whole state (permits in flight, cohorts), which nobody but the
+store should hold; a pause note (``remote.notes.PauseNote``) is the same
+pause as the remote carries it between hosts, text under a ref.
+"""
+
+    pool: str
+    resource: str
+    phase: str
+    until: float
+    cls: str | None
+    how: str | None
+    epoch: int
+    streak: int
+    source: str  # "local" or the host it was adopted from
+    observe_only: bool
+    # calls told "paused" in this window (observe-only: calls that would have been held);
+    # waits for a probe or a cohort are not counted, as callers poll for those
+    held: int
+    paused_at: float | None = None
+    cohort_size: int | None = None  # during the ramp: the size of the cohort now admitted
+
+
 @record
 class GateState:
     """Everything the machine knows about one (pool, resource); JSON-able via to_dict/from_dict."""
@@ -91,6 +118,15 @@ class GateState:
     @property
     def cohort_size(self) -> int:
         return COHORT_SIZES[self.cohort]
+
+    def view(self, pool: str, resource: str) -> PauseView:
+        """The pause as the rest of the host sees it (the ramp's cohort size only during the ramp)."""
+        return PauseView(
+            pool=pool, resource=resource, phase=self.phase, until=self.until, cls=self.cls, how=self.how,
+            epoch=self.epoch, streak=self.streak, source=self.source, observe_only=self.observe_only,
+            held=self.held, paused_at=self.paused_at,
+            cohort_size=self.cohort_size if self.phase == "ramp" else None,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Every field under its own name, in order; the permits as lists (what from_dict reads back)."""

@@ -31,7 +31,8 @@ import httpx
 from ..clock import Clock
 from ..errors import AllowanceSpent, CallCancelled, CallTimedOut, Interrupted, SluiceError
 from . import rules
-from .hoststore import HostStore, Outcome, OutcomeKind, PauseView, Permit, Wait
+from .gate_machine import PauseView
+from .hoststore import HostStore, Outcome, OutcomeKind, Permit, Wait
 from .layers import PERMIT, VERDICT, AnswerFailed, Stats, Waits, call_of
 
 log = logging.getLogger("git_sluice")

@@ -39,6 +39,7 @@ from ..errors import HostStoreError as HostStoreError
 from ..records import record
 from ..statefile import FileLock, LockTimeout, ensure_dir
 from . import gate_machine, pacing, rules
+from .gate_machine import PauseView
 
 log = logging.getLogger("git_sluice")
 
@@ -164,27 +165,6 @@ class Outcome:
 
     kind: OutcomeKind
     verdict: rules.Verdict | None = None
-
-
-@record(frozen=True)
-class PauseView:
-    """A pause (or a ramp after one) as a person or the fleet should see it."""
-
-    pool: str
-    resource: str
-    phase: str
-    until: float
-    cls: str | None
-    how: str | None
-    epoch: int
-    streak: int
-    source: str  # "local" or the host it was adopted from
-    observe_only: bool
-    # calls told "paused" in this window (observe-only: calls that would have been held);
-    # waits for a probe or a cohort are not counted, as callers poll for those
-    held: int
-    paused_at: float | None = None
-    cohort_size: int | None = None  # during the ramp: the size of the cohort now admitted
 
 
 @record(frozen=True)
@@ -502,24 +482,6 @@ class HostStore:
             (pool, resource, name, n),
         )
 
-    @staticmethod
-    def _view(pool: str, resource: str, state: gate_machine.GateState) -> PauseView:
-        return PauseView(
-            pool=pool,
-            resource=resource,
-            phase=state.phase,
-            until=state.until,
-            cls=state.cls,
-            how=state.how,
-            epoch=state.epoch,
-            streak=state.streak,
-            source=state.source,
-            observe_only=state.observe_only,
-            held=state.held,
-            paused_at=state.paused_at,
-            cohort_size=state.cohort_size if state.phase == "ramp" else None,
-        )
-
     # --- the permit road --------------------------------------------------------------
 
     def acquire(self, pool: str, resource: str, *, deadline: float = 60.0, enforce: bool = True) -> Permit | Wait:
@@ -607,7 +569,7 @@ class HostStore:
                     state.observe_only = True
                 self._save(conn, permit.pool, permit.resource, state, now)
             if effect in ("paused", "extended"):
-                return self._view(permit.pool, permit.resource, state)
+                return state.view(permit.pool, permit.resource)
             return None
 
         return self._run(op)
@@ -699,7 +661,7 @@ class HostStore:
                 state.pool_id = pool
                 gate_machine.expire(state, now)  # what the next caller will find; nothing is written
                 if state.phase != "open":
-                    views.append(self._view(pool, resource, state))
+                    views.append(state.view(pool, resource))
             return views
 
         return self._run(op)

@@ -23,6 +23,7 @@ from typing import Literal
 
 from ..records import record
 from ..statefile import JsonDocument
+from .gate_machine import PauseView
 
 log = logging.getLogger("git_sluice")
 
@@ -30,20 +31,6 @@ POOL_HOSTS_FILE = "pool-hosts.json"
 _MAX_ENTRIES = 1000  # the file is ours, but only a file: a bounded read
 
 How = Literal["known", "paused", "provisional", "ask"]
-
-
-@record(frozen=True)
-class StandingPause:
-    """A pause as the choice needs it: whose, which resource, until when, enforced or only observed.
-
-    Not :class:`git_sluice.intake.standing.Standing` (whether a queue still
-    stands on the watch's tick): one name, one meaning.
-    """
-
-    pool: str
-    resource: str
-    until: float
-    observe_only: bool = False
 
 
 @record(frozen=True)
@@ -56,7 +43,7 @@ class Choice:
 
 def choose(
     known: str | None,
-    pauses: Iterable[StandingPause],
+    pauses: Iterable[PauseView],
     resource: str,
     *,
     api_host: str,

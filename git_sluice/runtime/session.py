@@ -21,7 +21,8 @@ from ..clock import Clock, default_clock
 from ..config import Settings, load_settings
 from ..forge.auth import Credentials, api_host, credentials_from_settings, known_pool
 from ..forge.client import Forge
-from ..forge.hoststore import HostStore, Outcome, PauseView, Permit, Wait
+from ..forge.gate_machine import PauseView
+from ..forge.hoststore import HostStore, Outcome, Permit, Wait
 from ..forge import pacing
 from ..forge.kept_answers import KeptAnswers
 from ..forge.poolguard import PoolHosts

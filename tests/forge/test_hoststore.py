@@ -27,12 +27,12 @@ from git_sluice import paths
 from git_sluice.clock import FakeClock, FileClock
 from git_sluice.errors import SluiceError
 from git_sluice.forge import rules
+from git_sluice.forge.gate_machine import PauseView
 from git_sluice.forge.hoststore import (
     BudgetRow,
     HostStore,
     HostStoreError,
     Outcome,
-    PauseView,
     Permit,
     Wait,
 )

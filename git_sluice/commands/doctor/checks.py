@@ -18,7 +18,8 @@ from ...gitcli import parse_version
 from ...records import record
 
 if TYPE_CHECKING:  # the checks are pure: facts in, verdicts out; nothing of the road is loaded
-    from ...forge.hoststore import BudgetRow, PauseView
+    from ...forge.gate_machine import PauseView
+    from ...forge.hoststore import BudgetRow
     from ...remote.lease_record import LeaseView
 
 Status = Literal["ok", "warn", "fail"]
@@ -436,7 +437,7 @@ def lease_check(view: LeaseView) -> Check:
 
 
 def pause_checks(pauses: Sequence[PauseView], now: float, pool: str | None = None) -> list[Check]:
-    """Every pause on this host (:class:`~git_sluice.forge.hoststore.PauseView`); none is one ok line."""
+    """Every pause on this host (:class:`~git_sluice.forge.gate_machine.PauseView`); none is one ok line."""
     if not pauses:
         return [Check("pause", "ok", "no pool is paused on this host")]
     checks = []
