@@ -751,6 +751,44 @@ class HostWatch:
         (:data:`REST_HEADS`).
         """
         riding = {r: h for r, h in self._riding.items() if r not in repositories}
+        targets, known, marks = self._watch_targets(repositories, interests, new_repos, heads_doc, new_heads, now)
+        for repository, heads in sorted(riding.items()):
+            targets.append(w.Target(repository, "", heads=tuple(h.sha for h in heads), lists=False))
+        gathered = self._ask_pages(targets, known, marks, report)
+        lessons: dict[str, tuple[w.RepoMode, tuple[Any, ...] | None]] = {}
+        for repository in repositories:
+            record = new_repos[repository]
+            bases = sorted(interests[repository].bases)
+            answers = [gathered.get((repository, b)) for b in bases]
+            got = [a for a in answers if a is not None and a.error is None and a.final is not None]
+            if len(got) != len(answers):
+                report.errors[repository] = next((a.error for a in answers if a is not None and a.error), "no answer")
+                _back_to_rest(repository, record, heads_doc, new_heads)
+                continue
+            lessons[repository] = (_mode_of(record), got[0].fingerprint if got else None)
+            rollups = self._store_answers(repository, record, bases, got, known, tick)
+            self._heads_from_rollups(repository, interests[repository], rollups, heads_doc, new_heads, tick, now,
+                                     interval, report)
+        for repository, after in w.after_graphql_tick(lessons, query_goes_anyway=bool(riding)).items():
+            new_repos[repository].update({
+                "mode": after.mode, "still": after.still, "rebasing": after.rebasing,
+                "fingerprint": list(after.fingerprint) if after.fingerprint is not None else None,
+            })
+        for repository in sorted(riding):
+            self._ridden(repository, riding[repository], gathered.get((repository, "")), interests[repository],
+                         heads_doc, new_heads, tick, now, interval, report)
+        recent: dict[str, dict[int, Request]] = {}
+        for (repository, _base), acc in gathered.items():
+            if acc.error is None and acc.readings:
+                recent.setdefault(repository, {}).update(acc.readings)
+        return recent
+
+    def _watch_targets(
+        self, repositories: list[str], interests: Mapping[str, RepoInterest], new_repos: Mapping[str, Any],
+        heads_doc: Mapping[str, Any], new_heads: Mapping[str, Any], now: float,
+    ) -> tuple[list[w.Target], dict[tuple[str, str], dict[int, Any]], dict[tuple[str, str], str]]:
+        """What the query asks of each base (and its repository's due heads), with the list kept so far
+        and its newest ``updatedAt`` per (repository, base)."""
         targets: list[w.Target] = []
         known: dict[tuple[str, str], dict[int, Any]] = {}
         marks: dict[tuple[str, str], str] = {}
@@ -758,7 +796,7 @@ class HostWatch:
             record = new_repos[repository]
             bases = sorted(interests[repository].bases)
             listed: dict[int, str] = {}
-            for i, base in enumerate(bases):
+            for base in bases:
                 old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
                 raws = _raw_items(old)
                 known[(repository, base)] = raws
@@ -770,8 +808,13 @@ class HostWatch:
             heads = self._due_heads(repository, interests[repository], heads_doc, new_heads, listed, now)
             if heads and targets:
                 targets[-len(bases)] = replace(targets[-len(bases)], heads=tuple(h.sha for h in heads))
-        for repository, heads in sorted(riding.items()):
-            targets.append(w.Target(repository, "", heads=tuple(h.sha for h in heads), lists=False))
+        return targets, known, marks
+
+    def _ask_pages(
+        self, targets: list[w.Target], known: Mapping[tuple[str, str], Mapping[int, Any]],
+        marks: Mapping[tuple[str, str], str], report: TickReport,
+    ) -> dict[tuple[str, str], _Gathered]:
+        """The query, page after page while a base has more to say (at most :data:`MAX_GRAPHQL_PAGES`)."""
         gathered: dict[tuple[str, str], _Gathered] = {}
         pending = targets
         pages = 0
@@ -783,87 +826,44 @@ class HostWatch:
             following = []
             for target, part in zip(pending, w.parse_watch_answer(payload, pending)):
                 key = (target.repository, target.base)
-                acc = gathered.setdefault(key, _Gathered())
-                if part.error is not None:
-                    acc.error = part.error
-                    continue
-                acc.rollups.update(part.rollups)
-                acc.readings.update(part.readings)
-                acc.refreshed.extend(part.refreshed)
-                if not target.lists:
-                    continue
-                if target.cursor is None:
-                    acc.fingerprint = acc.fingerprint or part.fingerprint
-                    acc.base_oid = acc.base_oid or part.base_oid
-                    acc.total = part.total
-                    acc.gone.update(part.gone)
-                if target.walk:
-                    if target.cursor is None:
-                        acc.walked = []
-                    acc.walked.extend(part.items)
-                    if part.next_cursor is not None:
-                        following.append(w.Target(target.repository, target.base, part.next_cursor, walk=True))
-                    else:
-                        acc.final = {i.number: i for i in acc.walked}
-                        acc.listed = list(acc.walked)
-                    continue
-                acc.items.extend(part.items)
-                if w.more_recent(marks[key], part.items, part.next_cursor is not None):
-                    following.append(w.Target(target.repository, target.base, part.next_cursor))
-                    continue
-                merged, agrees = w.merge_listing(known[key], [*acc.items, *acc.refreshed], acc.gone, acc.total)
-                if agrees:
-                    acc.final = merged
-                    acc.listed = [*acc.items, *acc.refreshed]
-                else:  # something left the base unseen (retargeted, deleted, closed long ago): walk it
-                    following.append(w.Target(target.repository, target.base, walk=True))
+                after = _gather(gathered.setdefault(key, _Gathered()), target, part, marks.get(key, ""),
+                                known.get(key, {}))
+                if after is not None:
+                    following.append(after)
             pending = following
         for target in pending:
             gathered[(target.repository, target.base)].error = "more pages than the watch follows"
-        lessons: dict[str, tuple[w.RepoMode, tuple[Any, ...] | None]] = {}
-        for repository in repositories:
-            record = new_repos[repository]
-            mode = _mode_of(record)
-            bases = sorted(interests[repository].bases)
-            answers = [gathered.get((repository, b)) for b in bases]
-            got = [a for a in answers if a is not None and a.error is None and a.final is not None]
-            if len(got) != len(answers):
-                report.errors[repository] = next((a.error for a in answers if a is not None and a.error), "no answer")
-                record.update({"mode": "rest", "still": 0, "fingerprint": None, "rebasing": False})
-                for head_key, value in heads_doc.items():
-                    if head_key.startswith(repository + " ") and isinstance(value, dict):
-                        new_heads[head_key] = value
-                continue
-            rollups: dict[str, str | None] = {}
-            for answer in got:
-                rollups.update(answer.rollups)
-            for base, answer in zip(bases, got):
-                old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
-                _store_listing(record, base, answer, known[(repository, base)], old, tick, rollups)
-            lessons[repository] = (mode, got[0].fingerprint if got else None)
-            record["active_tick"] = tick  # on GraphQL because its repository is busy
-            self._heads_from_rollups(repository, interests[repository], rollups, heads_doc, new_heads, tick, now,
-                                     interval, report)
-        for repository, after in w.after_graphql_tick(lessons, query_goes_anyway=bool(riding)).items():
-            new_repos[repository].update({
-                "mode": after.mode, "still": after.still, "rebasing": after.rebasing,
-                "fingerprint": list(after.fingerprint) if after.fingerprint is not None else None,
-            })
-        for repository in sorted(riding):
-            ridden = gathered.get((repository, ""))
-            if ridden is None or ridden.error is not None:
-                for head in riding[repository]:  # asked again next tick (by REST if few are due then)
-                    head_key = f"{repository} {head.sha}"
-                    new_heads[head_key] = _head_json(_head_of(heads_doc.get(head_key)))
-                report.errors.setdefault(repository, (ridden.error if ridden is not None else None) or "no answer")
-                continue
-            self._heads_from_rollups(repository, interests[repository], ridden.rollups, heads_doc, new_heads, tick,
-                                     now, interval, report, only={h.sha for h in riding[repository]})
-        recent: dict[str, dict[int, Request]] = {}
-        for (repository, _base), acc in gathered.items():
-            if acc.error is None and acc.readings:
-                recent.setdefault(repository, {}).update(acc.readings)
-        return recent
+        return gathered
+
+    @staticmethod
+    def _store_answers(
+        repository: str, record: dict[str, Any], bases: list[str], got: list[_Gathered],
+        known: Mapping[tuple[str, str], Mapping[int, Any]], tick: int,
+    ) -> dict[str, str | None]:
+        """Each base's list as the query left it, into the repository's record; the heads' rollups it carried."""
+        rollups: dict[str, str | None] = {}
+        for answer in got:
+            rollups.update(answer.rollups)
+        for base, answer in zip(bases, got):
+            old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+            _store_listing(record, base, answer, known[(repository, base)], old, tick, rollups)
+        record["active_tick"] = tick  # on GraphQL because its repository is busy
+        return rollups
+
+    def _ridden(
+        self, repository: str, heads: list[HeadInterest], ridden: _Gathered | None, interest: RepoInterest,
+        heads_doc: Mapping[str, Any], new_heads: dict[str, Any], tick: int, now: float, interval: float,
+        report: TickReport,
+    ) -> None:
+        """A REST repository's heads that rode in the query: their rollups, or asked again next tick."""
+        if ridden is None or ridden.error is not None:
+            for head in heads:  # asked again next tick (by REST if few are due then)
+                head_key = f"{repository} {head.sha}"
+                new_heads[head_key] = _head_json(_head_of(heads_doc.get(head_key)))
+            report.errors.setdefault(repository, (ridden.error if ridden is not None else None) or "no answer")
+            return
+        self._heads_from_rollups(repository, interest, ridden.rollups, heads_doc, new_heads, tick,
+                                 now, interval, report, only={h.sha for h in heads})
 
     def _due_heads(
         self, repository: str, interest: RepoInterest, heads_doc: Mapping[str, Any], new_heads: Mapping[str, Any],
@@ -930,6 +930,58 @@ class _Gathered:
     """The open list after this tick (number -> a request listed now, or the stored item as kept)."""
     listed: list[Request] = field(default_factory=list)
     """The requests this tick's query said (fresh inputs)."""
+
+
+def _gather(
+    acc: _Gathered, target: w.Target, part: w.TargetAnswer, mark: str, known: Mapping[int, Any]
+) -> w.Target | None:
+    """One page's part of one base, added to what the earlier pages said; the target of its next page, if any.
+
+    Pure: a walked base follows its cursor to the end; a recent listing follows
+    while the page is still newer than the last tick's ``mark``, then is merged
+    with the kept list — and walked after all when the count says something
+    left the base unseen.
+    """
+    if part.error is not None:
+        acc.error = part.error
+        return None
+    acc.rollups.update(part.rollups)
+    acc.readings.update(part.readings)
+    acc.refreshed.extend(part.refreshed)
+    if not target.lists:
+        return None
+    if target.cursor is None:
+        acc.fingerprint = acc.fingerprint or part.fingerprint
+        acc.base_oid = acc.base_oid or part.base_oid
+        acc.total = part.total
+        acc.gone.update(part.gone)
+    if target.walk:
+        if target.cursor is None:
+            acc.walked = []
+        acc.walked.extend(part.items)
+        if part.next_cursor is not None:
+            return w.Target(target.repository, target.base, part.next_cursor, walk=True)
+        acc.final = {i.number: i for i in acc.walked}
+        acc.listed = list(acc.walked)
+        return None
+    acc.items.extend(part.items)
+    if w.more_recent(mark, part.items, part.next_cursor is not None):
+        return w.Target(target.repository, target.base, part.next_cursor)
+    merged, agrees = w.merge_listing(known, [*acc.items, *acc.refreshed], acc.gone, acc.total)
+    if not agrees:  # something left the base unseen (retargeted, deleted, closed long ago): walk it
+        return w.Target(target.repository, target.base, walk=True)
+    acc.final = merged
+    acc.listed = [*acc.items, *acc.refreshed]
+    return None
+
+
+def _back_to_rest(repository: str, record: dict[str, Any], heads_doc: Mapping[str, Any],
+                  new_heads: dict[str, Any]) -> None:
+    """A repository the query could not answer goes back to REST; its heads' records stand as they were."""
+    record.update({"mode": "rest", "still": 0, "fingerprint": None, "rebasing": False})
+    for head_key, value in heads_doc.items():
+        if head_key.startswith(repository + " ") and isinstance(value, dict):
+            new_heads[head_key] = value
 
 
 def _checks_moved(raw: Mapping[str, Any], head_sha: object, moved_heads: Mapping[str, object]) -> bool:
