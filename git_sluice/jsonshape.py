@@ -8,18 +8,16 @@ type checker sees a Mapping or a list, never ``None``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-_EMPTY: Mapping[str, Any] = {}
+_EMPTY: Mapping[str, object] = {}
 
 
-def field_map(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def field_map(doc: Mapping[str, object], key: str) -> Mapping[str, object]:
     """``doc[key]`` when it is a JSON object, else an empty one."""
     value = doc.get(key)
     return value if isinstance(value, Mapping) else _EMPTY
 
 
-def field_list(doc: Mapping[str, Any], key: str) -> list[Any]:
+def field_list(doc: Mapping[str, object], key: str) -> list[object]:
     """``doc[key]`` when it is a JSON array, else an empty one."""
     value = doc.get(key)
     return value if isinstance(value, list) else []

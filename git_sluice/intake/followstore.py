@@ -42,16 +42,18 @@ class FollowStore:
 
     def get(self, number: int) -> Followed:
         raw = field_map(self.doc.read(), str(number))
-        branch = raw.get("branch") if isinstance(raw.get("branch"), str) and raw.get("branch") else None
-        epoch = raw.get("epoch") if isinstance(raw.get("epoch"), str) else None
+        said_branch, said_epoch = raw.get("branch"), raw.get("epoch")
+        branch = said_branch if isinstance(said_branch, str) and said_branch else None
+        epoch = said_epoch if isinstance(said_epoch, str) else None
         raw_tick = raw.get("tick")
         tick = raw_tick if isinstance(raw_tick, int) and not isinstance(raw_tick, bool) else -1
         snap = raw.get("snapshot")
         snapshot = None
         if isinstance(snap, list) and len(snap) == 3 and isinstance(snap[0], str) and isinstance(snap[1], str):
             snapshot = (snap[0], snap[1], snap[2] is True)
-        head = raw.get("head") if isinstance(raw.get("head"), dict) else None
-        outcome = raw.get("outcome") if isinstance(raw.get("outcome"), dict) else None
+        said_head, said_outcome = raw.get("head"), raw.get("outcome")
+        head = said_head if isinstance(said_head, dict) else None
+        outcome = said_outcome if isinstance(said_outcome, dict) else None
         return Followed(branch=branch, seen=Seen(epoch=epoch, tick=tick, snapshot=snapshot), head=head,
                         outcome=outcome)
 

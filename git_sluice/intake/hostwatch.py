@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..clock import Clock
 from ..errors import CredentialsRefused, Interrupted, SluiceError
@@ -42,6 +42,7 @@ from .request import Request
 from .standing import WatchedBase
 from . import graphql as gq
 from . import survey as sv
+from .answers_doc import BasePart, HeadDoc, RepoRecord, base_part, repo_record
 from .watchstore import (
     Answers, CloneRemote, Cursor, HeadInterest, Registry, RepoInterest, inputs_of, item_json, item_of, reading_json,
     reading_of,
@@ -157,7 +158,7 @@ class HostWatch:
             now=self.clock.time(), bases=bases, exact=True, remote=remote, mirrors=mirrors or {},
         )
 
-    def follow(self, base: str, number: int, head: Mapping[str, Any] | None = None) -> None:
+    def follow(self, base: str, number: int, head: Mapping[str, object] | None = None) -> None:
         """A wait of this clone follows ``number`` on ``base`` (another host takes it in): watch it too.
 
         ``head`` (``sha``, ``updated_at``, ``checks_state``, ``draft``: the
@@ -252,7 +253,7 @@ class HostWatch:
                 log.warning("could not write the watch's permits and ledger to the host store: %s", exc)
             lock.release()
 
-    def _joining(self, doc: Mapping[str, Any]) -> dict[str, tuple[set[str], list[HeadInterest]]]:
+    def _joining(self, doc: Mapping[str, object]) -> dict[str, tuple[set[str], list[HeadInterest]]]:
         """What was registered since the last tick: bases not asked in it, REST heads it never saw.
 
         Asked at once, completing that tick: a clone joining mid-interval asks
@@ -272,9 +273,7 @@ class HostWatch:
             # never a base another host holds (a clone here mirrors it): its holder's survey says it, at
             # the next tick, lists and heads alike; a wait's follow where no clone here mirrors is asked now
             askable = interest.bases - interest.mirrors - (set(interest.holders) - interest.held)
-            new_bases = {
-                b for b in askable if not isinstance(bases.get(b), dict) or bases[b].get("asked_tick") != tick
-            }
+            new_bases = {b for b in askable if field_map(bases, b).get("asked_tick") != tick}
             new_heads = [] if record.get("mode") == "graphql" else [
                 h for h in interest.heads.values() if h.base in askable and f"{repository} {h.sha}" not in heads
             ]
@@ -283,25 +282,23 @@ class HostWatch:
         return out
 
     def _join(
-        self, doc: Mapping[str, Any], joining: Mapping[str, tuple[set[str], list[HeadInterest]]], now: float
+        self, doc: Mapping[str, object], joining: Mapping[str, tuple[set[str], list[HeadInterest]]], now: float
     ) -> TickReport:
         """The last tick, completed for what joined since (baseline lists by REST, new heads' checks)."""
-        tick = int(doc["tick"])
+        said_tick, said_interval = doc.get("tick"), doc.get("interval")
+        tick = said_tick if isinstance(said_tick, int) else 0  # _joining asks only of a tick that says its number
         report = TickReport(tick)
-        repos = dict(doc.get("repos") or {})
-        heads = dict(doc.get("heads") or {})
-        interval = float(doc["interval"]) if isinstance(doc.get("interval"), (int, float)) else self.discovery
+        repos: dict[str, object] = dict(field_map(doc, "repos"))
+        heads: dict[str, object] = dict(field_map(doc, "heads"))
+        interval = float(said_interval) if isinstance(said_interval, (int, float)) else self.discovery
         for repository, (bases, new_heads) in sorted(joining.items()):
-            old = field_map(repos, repository)
-            record = dict(old)
-            record["bases"] = dict(field_map(old, "bases"))
+            record = repo_record(repos.get(repository))
             record.setdefault("mode", "rest")
             try:
                 for base in sorted(bases):
                     items, _fresh, _same = self._list(repository, base)
                     report.rest_lists += 1
-                    part = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
-                    _store_base(record, base, items, {i.number: True for i in items}, part, tick)
+                    _store_base(record, base, items, {i.number: True for i in items}, record["bases"].get(base), tick)
                 for head in new_heads:
                     rec = self._probe_head(repository, head, w.HeadRecord(), record, tick, now, interval)
                     heads[f"{repository} {head.sha}"] = _head_json(rec)
@@ -324,27 +321,25 @@ class HostWatch:
                 return
         log.info("the host watch is busy in another process; rounds ask for themselves this tick")
 
-    def _tick(self, doc: Mapping[str, Any], now: float) -> TickReport:
+    def _tick(self, doc: Mapping[str, object], now: float) -> TickReport:
         interests, interval = self.registry.interests(self.group, now)
         interval = interval or self.discovery
         known = doc.get("epoch")
         epoch = known if isinstance(known, str) else Answers.new_epoch()
-        tick = int(doc["tick"]) + 1 if isinstance(doc.get("tick"), int) and epoch == doc.get("epoch") else 1
+        said_tick = doc.get("tick")
+        tick = said_tick + 1 if isinstance(said_tick, int) and epoch == known else 1
         repos_doc = field_map(doc, "repos")
         heads_doc = field_map(doc, "heads")
         report = TickReport(tick)
-        new_repos: dict[str, Any] = {}
-        new_heads: dict[str, Any] = {}
+        new_repos: dict[str, RepoRecord] = {}
+        new_heads: dict[str, HeadDoc] = {}
         graphql_repos: list[str] = []
         surveyed = self._surveys(interests, now)
         recent: dict[str, dict[int, Request]] = {}
         reading: dict[str, RepoInterest] = {}  # per repository, what this tick asks GitHub
         for repository in sorted(interests):
-            old = field_map(repos_doc, repository)
-            mode = _mode_of(old)
-            record = dict(old)
-            record["bases"] = dict(field_map(old, "bases"))
-            new_repos[repository] = record
+            record = new_repos[repository] = repo_record(repos_doc.get(repository))
+            mode = _mode_of(record)
             interest = interests[repository]
             got = surveyed.get(repository)
             if got:
@@ -383,8 +378,8 @@ class HostWatch:
         return report
 
     def _graphql_step(
-        self, graphql_repos: list[str], reading: Mapping[str, RepoInterest], new_repos: dict[str, Any],
-        heads_doc: Mapping[str, Any], new_heads: dict[str, Any], tick: int, now: float, interval: float,
+        self, graphql_repos: list[str], reading: Mapping[str, RepoInterest], new_repos: dict[str, RepoRecord],
+        heads_doc: Mapping[str, object], new_heads: dict[str, HeadDoc], tick: int, now: float, interval: float,
         report: TickReport,
     ) -> dict[str, dict[int, Request]]:
         """The tick's one GraphQL query; a failure is each of its repositories' error, never the tick's."""
@@ -400,8 +395,8 @@ class HostWatch:
             return {}
 
     def _write_tick(
-        self, epoch: str, tick: int, now: float, interval: float, new_repos: Mapping[str, Any],
-        new_heads: Mapping[str, Any], report: TickReport,
+        self, epoch: str, tick: int, now: float, interval: float, new_repos: Mapping[str, RepoRecord],
+        new_heads: Mapping[str, HeadDoc], report: TickReport,
     ) -> None:
         """What the tick found, for every process of the host, and when the next tick is (paced)."""
         found = pacing.worst(p for p in pacing.paces(list(self.budget() if self.budget else ()), now, pool=self.pool)
@@ -479,15 +474,15 @@ class HostWatch:
             return None
 
     def _adopt(
-        self, repository: str, interest: RepoInterest, record: dict[str, Any], surveys: Mapping[str, sv.Survey],
-        heads_doc: Mapping[str, Any], new_heads: dict[str, Any], tick: int, now: float, interval: float,
+        self, repository: str, interest: RepoInterest, record: RepoRecord, surveys: Mapping[str, sv.Survey],
+        heads_doc: Mapping[str, object], new_heads: dict[str, HeadDoc], tick: int, now: float, interval: float,
         report: TickReport,
     ) -> None:
         """The holders' surveys as this tick's answer for their bases: their lists, readings and head
         states, compared with this host's last answers exactly as a list of its own would be. A head
         the survey does not say is left as it was: this host asks nothing of a base it does not hold."""
         for base, survey in sorted(surveys.items()):
-            old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+            old = record["bases"].get(base)
             previous = [p[0] for p in (item_of(raw) for raw in (old or {}).get("items") or []) if p is not None]
             items = [i.request for i in survey.items]
             changed = old is None or w.snapshot(previous) != w.snapshot(items)
@@ -503,7 +498,7 @@ class HostWatch:
             # a head the survey does not say is left as it was: this host asks nothing of a base it does not hold
             self._heads_from_rollups(repository, replace(interest, heads=heads), sv.head_states(survey), heads_doc,
                                      new_heads, tick, now, interval, report, asked=False)
-            adopted = field_map(record, "adopted")
+            adopted = record.get("adopted", {})
             if adopted.get(base) != survey.oid:  # a new survey: something moved there, as a list's 200 says
                 record["active_tick"] = tick
                 record["adopted"] = {**adopted, base: survey.oid}
@@ -546,14 +541,14 @@ class HostWatch:
 
     # -- REST ---------------------------------------------------------------
     def _rest_repo(
-        self, repository: str, interest: RepoInterest, record: dict[str, Any], mode: w.RepoMode,
-        heads_doc: Mapping[str, Any], new_heads: dict[str, Any], tick: int, now: float, interval: float,
+        self, repository: str, interest: RepoInterest, record: RepoRecord, mode: w.RepoMode,
+        heads_doc: Mapping[str, object], new_heads: dict[str, HeadDoc], tick: int, now: float, interval: float,
         report: TickReport,
     ) -> None:
         answered_200 = moved = False
         listed: dict[int, str] = {}
         for base in sorted(interest.bases):
-            old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+            old = record["bases"].get(base)
             items, fresh, same = self._list(repository, base, old is not None and _from_rest(old),
                                             hand_over=not mode.rebasing)
             report.rest_lists += 1
@@ -649,7 +644,7 @@ class HostWatch:
         return items, fresh, False
 
     def _probe_head(
-        self, repository: str, head: HeadInterest, rec: w.HeadRecord, record: dict[str, Any], tick: int,
+        self, repository: str, head: HeadInterest, rec: w.HeadRecord, record: RepoRecord, tick: int,
         now: float, interval: float,
     ) -> w.HeadRecord:
         path = f"repos/{repository}/commits/{head.sha}"
@@ -675,7 +670,7 @@ class HostWatch:
 
     # -- the batched reading ------------------------------------------------
     def _read_moved(
-        self, repos_doc: Mapping[str, Any], new_repos: dict[str, Any], new_heads: Mapping[str, Any], tick: int,
+        self, repos_doc: Mapping[str, object], new_repos: dict[str, RepoRecord], new_heads: Mapping[str, HeadDoc], tick: int,
         report: TickReport, recent: Mapping[str, Mapping[int, Request]] | None = None,
         asked: Mapping[str, RepoInterest] | None = None,
     ) -> None:
@@ -697,9 +692,9 @@ class HostWatch:
                 key.split(" ", 1)[1]: value.get("state") for key, value in new_heads.items()
                 if key.startswith(repository + " ") and isinstance(value, dict) and value.get("changed_tick") == tick
             }
-            for base, part in field_map(record, "bases").items():
-                old = old_bases.get(base)
-                if not isinstance(part, dict) or part.get("asked_tick") != tick or not isinstance(old, dict):
+            for base, part in record["bases"].items():
+                old = base_part(old_bases.get(base))
+                if part.get("asked_tick") != tick or old is None:
                     continue
                 if asked is not None and base not in (asked[repository].bases if repository in asked else ()):
                     continue  # taken from its holder's survey, readings and all: never read here
@@ -734,8 +729,8 @@ class HostWatch:
 
     # -- GraphQL ------------------------------------------------------------
     def _graphql_repos(
-        self, repositories: list[str], interests: Mapping[str, RepoInterest], new_repos: dict[str, Any],
-        heads_doc: Mapping[str, Any], new_heads: dict[str, Any], tick: int, now: float, interval: float,
+        self, repositories: list[str], interests: Mapping[str, RepoInterest], new_repos: dict[str, RepoRecord],
+        heads_doc: Mapping[str, object], new_heads: dict[str, HeadDoc], tick: int, now: float, interval: float,
         report: TickReport,
     ) -> dict[str, dict[int, Request]]:
         """The one GraphQL query over every busy repository; returns the full readings it carried
@@ -755,7 +750,7 @@ class HostWatch:
         for repository, heads in sorted(riding.items()):
             targets.append(w.Target(repository, "", heads=tuple(h.sha for h in heads), lists=False))
         gathered = self._ask_pages(targets, known, marks, report)
-        lessons: dict[str, tuple[w.RepoMode, tuple[Any, ...] | None]] = {}
+        lessons: dict[str, tuple[w.RepoMode, tuple[object, ...] | None]] = {}
         for repository in repositories:
             record = new_repos[repository]
             bases = sorted(interests[repository].bases)
@@ -784,20 +779,20 @@ class HostWatch:
         return recent
 
     def _watch_targets(
-        self, repositories: list[str], interests: Mapping[str, RepoInterest], new_repos: Mapping[str, Any],
-        heads_doc: Mapping[str, Any], new_heads: Mapping[str, Any], now: float,
-    ) -> tuple[list[w.Target], dict[tuple[str, str], dict[int, Any]], dict[tuple[str, str], str]]:
+        self, repositories: list[str], interests: Mapping[str, RepoInterest], new_repos: Mapping[str, RepoRecord],
+        heads_doc: Mapping[str, object], new_heads: Mapping[str, HeadDoc], now: float,
+    ) -> tuple[list[w.Target], dict[tuple[str, str], dict[int, Mapping[str, object]]], dict[tuple[str, str], str]]:
         """What the query asks of each base (and its repository's due heads), with the list kept so far
         and its newest ``updatedAt`` per (repository, base)."""
         targets: list[w.Target] = []
-        known: dict[tuple[str, str], dict[int, Any]] = {}
+        known: dict[tuple[str, str], dict[int, Mapping[str, object]]] = {}
         marks: dict[tuple[str, str], str] = {}
         for repository in repositories:
             record = new_repos[repository]
             bases = sorted(interests[repository].bases)
             listed: dict[int, str] = {}
             for base in bases:
-                old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+                old = record["bases"].get(base)
                 raws = _raw_items(old)
                 known[(repository, base)] = raws
                 marks[(repository, base)] = _newest(old, raws)
@@ -811,7 +806,7 @@ class HostWatch:
         return targets, known, marks
 
     def _ask_pages(
-        self, targets: list[w.Target], known: Mapping[tuple[str, str], Mapping[int, Any]],
+        self, targets: list[w.Target], known: Mapping[tuple[str, str], Mapping[int, Mapping[str, object]]],
         marks: Mapping[tuple[str, str], str], report: TickReport,
     ) -> dict[tuple[str, str], _Gathered]:
         """The query, page after page while a base has more to say (at most :data:`MAX_GRAPHQL_PAGES`)."""
@@ -837,22 +832,22 @@ class HostWatch:
 
     @staticmethod
     def _store_answers(
-        repository: str, record: dict[str, Any], bases: list[str], got: list[_Gathered],
-        known: Mapping[tuple[str, str], Mapping[int, Any]], tick: int,
+        repository: str, record: RepoRecord, bases: list[str], got: list[_Gathered],
+        known: Mapping[tuple[str, str], Mapping[int, Mapping[str, object]]], tick: int,
     ) -> dict[str, str | None]:
         """Each base's list as the query left it, into the repository's record; the heads' rollups it carried."""
         rollups: dict[str, str | None] = {}
         for answer in got:
             rollups.update(answer.rollups)
         for base, answer in zip(bases, got):
-            old = record["bases"].get(base) if isinstance(record["bases"].get(base), dict) else None
+            old = record["bases"].get(base)
             _store_listing(record, base, answer, known[(repository, base)], old, tick, rollups)
         record["active_tick"] = tick  # on GraphQL because its repository is busy
         return rollups
 
     def _ridden(
         self, repository: str, heads: list[HeadInterest], ridden: _Gathered | None, interest: RepoInterest,
-        heads_doc: Mapping[str, Any], new_heads: dict[str, Any], tick: int, now: float, interval: float,
+        heads_doc: Mapping[str, object], new_heads: dict[str, HeadDoc], tick: int, now: float, interval: float,
         report: TickReport,
     ) -> None:
         """A REST repository's heads that rode in the query: their rollups, or asked again next tick."""
@@ -866,7 +861,7 @@ class HostWatch:
                                  now, interval, report, only={h.sha for h in heads})
 
     def _due_heads(
-        self, repository: str, interest: RepoInterest, heads_doc: Mapping[str, Any], new_heads: Mapping[str, Any],
+        self, repository: str, interest: RepoInterest, heads_doc: Mapping[str, object], new_heads: Mapping[str, HeadDoc],
         listed: Mapping[int, str], now: float,
     ) -> list[HeadInterest]:
         """The repository's waiting heads whose checks are asked this tick (failed ones on their back-off)."""
@@ -881,8 +876,8 @@ class HostWatch:
         return out
 
     def _heads_from_rollups(
-        self, repository: str, interest: RepoInterest, rollups: Mapping[str, str | None], heads_doc: Mapping[str, Any],
-        new_heads: dict[str, Any], tick: int, now: float, interval: float, report: TickReport,
+        self, repository: str, interest: RepoInterest, rollups: Mapping[str, str | None], heads_doc: Mapping[str, object],
+        new_heads: dict[str, HeadDoc], tick: int, now: float, interval: float, report: TickReport,
         only: set[str] | None = None, asked: bool = True,
     ) -> None:
         """Each watched head's record after the query (or a holder's survey, ``asked`` False: no call of
@@ -916,7 +911,7 @@ class _Gathered:
     """What the pages of one tick's query said of one base."""
 
     error: str | None = None
-    fingerprint: tuple[Any, ...] | None = None
+    fingerprint: tuple[object, ...] | None = None
     base_oid: str | None = None
     total: int | None = None
     items: list[Request] = field(default_factory=list)
@@ -926,14 +921,14 @@ class _Gathered:
     refreshed: list[Request] = field(default_factory=list)
     rollups: dict[str, str | None] = field(default_factory=dict)
     readings: dict[int, Request] = field(default_factory=dict)
-    final: dict[int, Any] | None = None
+    final: dict[int, object] | None = None
     """The open list after this tick (number -> a request listed now, or the stored item as kept)."""
     listed: list[Request] = field(default_factory=list)
     """The requests this tick's query said (fresh inputs)."""
 
 
 def _gather(
-    acc: _Gathered, target: w.Target, part: w.TargetAnswer, mark: str, known: Mapping[int, Any]
+    acc: _Gathered, target: w.Target, part: w.TargetAnswer, mark: str, known: Mapping[int, object]
 ) -> w.Target | None:
     """One page's part of one base, added to what the earlier pages said; the target of its next page, if any.
 
@@ -975,28 +970,28 @@ def _gather(
     return None
 
 
-def _back_to_rest(repository: str, record: dict[str, Any], heads_doc: Mapping[str, Any],
-                  new_heads: dict[str, Any]) -> None:
+def _back_to_rest(repository: str, record: RepoRecord, heads_doc: Mapping[str, object],
+                  new_heads: dict[str, HeadDoc]) -> None:
     """A repository the query could not answer goes back to REST; its heads' records stand as they were."""
     record.update({"mode": "rest", "still": 0, "fingerprint": None, "rebasing": False})
     for head_key, value in heads_doc.items():
         if head_key.startswith(repository + " ") and isinstance(value, dict):
-            new_heads[head_key] = value
+            new_heads[head_key] = _head_json(_head_of(value))
 
 
-def _checks_moved(raw: Mapping[str, Any], head_sha: object, moved_heads: Mapping[str, object]) -> bool:
+def _checks_moved(raw: object, head_sha: object, moved_heads: Mapping[str, object]) -> bool:
     """A listed request whose head's checks moved this tick (a rollup that passed, with the state's
     inputs known, is settled by the query alone)."""
     return isinstance(head_sha, str) and head_sha in moved_heads and not (
         moved_heads[head_sha] == "SUCCESS" and inputs_of(raw) is not None)
 
 
-def _moved_numbers(part: Mapping[str, Any], old: Mapping[str, Any], moved_heads: Mapping[str, object]) -> list[int]:
+def _moved_numbers(part: BasePart, old: BasePart, moved_heads: Mapping[str, object]) -> list[int]:
     """The requests of one base to read this tick: those its listing says moved (or that differ from the
     last tick's list), and those whose head's checks moved. Drafts are never read."""
     numbers: list[int] = []
-    if isinstance(part.get("moved"), list):  # an incremental listing said what moved
-        moved_now = {n for n in part["moved"] if isinstance(n, int)}
+    if "moved" in part:  # an incremental listing said what moved
+        moved_now = set(part["moved"])
         for raw in part.get("items") or []:
             if not isinstance(raw, dict) or raw.get("draft") is True:
                 continue
@@ -1018,7 +1013,7 @@ def _moved_numbers(part: Mapping[str, Any], old: Mapping[str, Any], moved_heads:
 
 def _from_recent(
     wanted: Mapping[str, Mapping[str, list[int]]], recent: Mapping[str, Mapping[int, Request]],
-    new_repos: Mapping[str, Any],
+    new_repos: Mapping[str, RepoRecord],
 ) -> dict[str, dict[int, Request]]:
     """The wanted requests the watch's own query already read in full, as they are listed now."""
     readings: dict[str, dict[int, Request]] = {}
@@ -1035,16 +1030,17 @@ def _from_recent(
     return readings
 
 
-def _raw_items(part: Mapping[str, Any] | None) -> dict[int, dict[str, Any]]:
+def _raw_items(part: BasePart | None) -> dict[int, Mapping[str, object]]:
     """A stored base part's items as stored (number -> the raw item), without building the requests."""
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, Mapping[str, object]] = {}
     for raw in (part or {}).get("items") or []:
-        if isinstance(raw, dict) and isinstance(raw.get("number"), int) and not isinstance(raw["number"], bool):
-            out[raw["number"]] = raw
+        number = raw.get("number") if isinstance(raw, dict) else None
+        if isinstance(raw, dict) and isinstance(number, int) and not isinstance(number, bool):
+            out[number] = raw
     return out
 
 
-def _newest(part: Mapping[str, Any] | None, raws: Mapping[int, Mapping[str, Any]]) -> str:
+def _newest(part: BasePart | None, raws: Mapping[int, Mapping[str, object]]) -> str:
     """The newest ``updated_at`` the stored part knew (kept with it; else found among its items)."""
     kept = (part or {}).get("newest")
     if isinstance(kept, str):
@@ -1052,7 +1048,7 @@ def _newest(part: Mapping[str, Any] | None, raws: Mapping[int, Mapping[str, Any]
     return max((str(raw.get("updated_at") or "") for raw in raws.values()), default="")
 
 
-def _unknown_mergeability(raw: Mapping[str, Any]) -> bool:
+def _unknown_mergeability(raw: Mapping[str, object]) -> bool:
     """Whether the watch's query should ask this request by number (free: a single object): its mergeability
     is still unknown (it moves no ``updatedAt``), or no query said its inputs yet (it was listed by REST)."""
     said = inputs_of(raw)
@@ -1060,8 +1056,8 @@ def _unknown_mergeability(raw: Mapping[str, Any]) -> bool:
 
 
 def _store_listing(
-    record: dict[str, Any], base: str, answer: _Gathered, known: Mapping[int, dict[str, Any]],
-    old: Mapping[str, Any] | None, tick: int, rollups: Mapping[str, str | None],
+    record: RepoRecord, base: str, answer: _Gathered, known: Mapping[int, Mapping[str, object]],
+    old: BasePart | None, tick: int, rollups: Mapping[str, str | None],
 ) -> None:
     """Write a base's list after an incremental (or walked) GraphQL listing into the repository's record.
 
@@ -1112,7 +1108,7 @@ def _store_listing(
 
 
 
-def _mode_of(record: Mapping[str, Any]) -> w.RepoMode:
+def _mode_of(record: Mapping[str, object]) -> w.RepoMode:
     mode = record.get("mode") if record.get("mode") in ("rest", "graphql") else "rest"
     raw_still = record.get("still")
     still = raw_still if isinstance(raw_still, int) else 0
@@ -1125,8 +1121,8 @@ def _mode_of(record: Mapping[str, Any]) -> w.RepoMode:
 
 
 def _store_base(
-    record: dict[str, Any], base: str, items: list[Request], labels_known: Mapping[int, bool],
-    old: Mapping[str, Any] | None, tick: int, *, inputs_known: bool = False,
+    record: RepoRecord, base: str, items: list[Request], labels_known: Mapping[int, bool],
+    old: BasePart | None, tick: int, *, inputs_known: bool = False,
 ) -> bool:
     """Write a base's new list into the repository's record; True when a request moved (or it is new)."""
     previous = [p[0] for p in (item_of(raw) for raw in (old or {}).get("items") or []) if p is not None]
@@ -1142,7 +1138,7 @@ def _store_base(
     return changed
 
 
-def _from_rest(part: Mapping[str, Any]) -> bool:
+def _from_rest(part: BasePart) -> bool:
     """Whether a stored base part is a REST list's as it stands (every label known, no GraphQL inputs):
     a 304 then stands for it whole. A part the GraphQL query wrote is rebuilt from the kept list instead,
     so its inputs (mergeability moves no ETag) are not kept past the query that said them."""
@@ -1152,14 +1148,13 @@ def _from_rest(part: Mapping[str, Any]) -> bool:
     )
 
 
-def _listed_times(part: Mapping[str, Any]) -> Iterator[tuple[int, str]]:
+def _listed_times(part: BasePart) -> Iterator[tuple[int, str]]:
     """(number, ``updated_at``) of a stored base part's items, without building the requests."""
-    for raw in part.get("items") or []:
-        if isinstance(raw, dict) and isinstance(raw.get("number"), int) and not isinstance(raw["number"], bool):
-            yield raw["number"], str(raw.get("updated_at") or "")
+    for number, raw in _raw_items(part).items():
+        yield number, str(raw.get("updated_at") or "")
 
 
-def _keep_labels(items: list[Request], old: Mapping[str, Any] | None) -> tuple[list[Request], dict[int, bool]]:
+def _keep_labels(items: list[Request], old: BasePart | None) -> tuple[list[Request], dict[int, bool]]:
     """GraphQL's list carries no labels (a nested connection costs 100 a base): an unmoved request keeps its own."""
     before = {p[0].number: p for p in (item_of(raw) for raw in (old or {}).get("items") or []) if p is not None}
     out, known = [], {}
@@ -1174,7 +1169,7 @@ def _keep_labels(items: list[Request], old: Mapping[str, Any] | None) -> tuple[l
     return out, known
 
 
-def _head_of(raw: Any) -> w.HeadRecord:
+def _head_of(raw: object) -> w.HeadRecord:
     if not isinstance(raw, dict):
         return w.HeadRecord()
     def num(key: str, default: float = 0.0) -> float:
@@ -1188,7 +1183,7 @@ def _head_of(raw: Any) -> w.HeadRecord:
     )
 
 
-def _head_json(rec: w.HeadRecord) -> dict[str, Any]:
+def _head_json(rec: w.HeadRecord) -> HeadDoc:
     return {
         "state": rec.state, "seen": rec.seen, "changed_tick": rec.changed_tick, "streak": rec.streak,
         "next_at": rec.next_at, "updated_at": rec.updated_at,
@@ -1196,8 +1191,8 @@ def _head_json(rec: w.HeadRecord) -> dict[str, Any]:
 
 
 def _part_of(
-    doc: Mapping[str, Any], repository: str, base: str, now: float
-) -> tuple[str, int, float, float, Mapping[str, Any], Mapping[str, Any]] | None:
+    doc: Mapping[str, object], repository: str, base: str, now: float
+) -> tuple[str, int, float, float, Mapping[str, object], BasePart] | None:
     """(epoch, tick, ticked_at, next tick, repository record, base part) of fresh answers that asked
     ``base`` in their tick; None when absent, stale, or not asked in it."""
     epoch, tick, ticked_at = doc.get("epoch"), doc.get("tick"), doc.get("ticked_at")
@@ -1212,16 +1207,14 @@ def _part_of(
     due_at = min(due_at, float(ticked_at) + length + w.SLACK)  # a next tick further off than that is garbage
     if ticked_at > now + 60 or now > due_at + STALE_GRACE:
         return None
-    repos = doc.get("repos")
-    record = repos.get(repository) if isinstance(repos, dict) else None
-    bases = record.get("bases") if isinstance(record, dict) else None
-    part = bases.get(base) if isinstance(bases, dict) else None
-    if not isinstance(part, dict) or part.get("asked_tick") != tick:
+    record = field_map(field_map(doc, "repos"), repository)
+    part = base_part(field_map(record, "bases").get(base))
+    if part is None or part.get("asked_tick") != tick:
         return None
-    return epoch, tick, float(ticked_at), due_at, record if isinstance(record, dict) else {}, part
+    return epoch, tick, float(ticked_at), due_at, record, part
 
 
-def _head_ticks(doc: Mapping[str, Any], repository: str) -> Iterator[tuple[str, int]]:
+def _head_ticks(doc: Mapping[str, object], repository: str) -> Iterator[tuple[str, int]]:
     """(head sha, the tick its checks last moved) of every head the watch holds for ``repository``."""
     heads = doc.get("heads")
     for key, value in heads.items() if isinstance(heads, dict) else ():
@@ -1230,21 +1223,22 @@ def _head_ticks(doc: Mapping[str, Any], repository: str) -> Iterator[tuple[str, 
             yield key.split(" ", 1)[1], int(changed) if isinstance(changed, int) else 0
 
 
-def _head_states(doc: Mapping[str, Any], repository: str) -> Iterator[tuple[str, str | None]]:
+def _head_states(doc: Mapping[str, object], repository: str) -> Iterator[tuple[str, str | None]]:
     """(head sha, its checks' state) of every head the watch has seen for ``repository``."""
     heads = doc.get("heads")
     for key, value in heads.items() if isinstance(heads, dict) else ():
+        state = value.get("state") if isinstance(value, dict) else None
         if isinstance(key, str) and key.startswith(repository + " ") and isinstance(value, dict) and (
-            value.get("seen") is True and (value.get("state") is None or isinstance(value.get("state"), str))
+            value.get("seen") is True and (state is None or isinstance(state, str))
         ):
-            yield key.split(" ", 1)[1], value.get("state")
+            yield key.split(" ", 1)[1], state
 
 
-def _changed_tick(part: Mapping[str, Any], tick: int) -> int:
-    return int(part["changed_tick"]) if isinstance(part.get("changed_tick"), int) else tick
+def _changed_tick(part: BasePart, tick: int) -> int:
+    return part.get("changed_tick", tick)
 
 
-def _header_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> WatchedBase | None:
+def _header_of(doc: Mapping[str, object], repository: str, base: str, now: float) -> WatchedBase | None:
     found = _part_of(doc, repository, base, now)
     if found is None:
         return None
@@ -1255,7 +1249,7 @@ def _header_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -
     )
 
 
-def _view_of(doc: Mapping[str, Any], repository: str, base: str, now: float) -> BaseView | None:
+def _view_of(doc: Mapping[str, object], repository: str, base: str, now: float) -> BaseView | None:
     found = _part_of(doc, repository, base, now)
     if found is None:
         return None

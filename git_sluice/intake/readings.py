@@ -51,7 +51,7 @@ def list_item(raw: Mapping[str, Any]) -> Request | None:
     return Request(
         number=number,
         title=str(raw.get("title") or ""),
-        author=user.get("login") if isinstance(user.get("login"), str) else None,
+        author=login if isinstance(login := user.get("login"), str) else None,
         head_ref=str(head.get("ref") or ""),
         head_sha=str(head.get("sha") or ""),
         base=str(base.get("ref") or ""),

@@ -158,7 +158,7 @@ class Registry:
             follows = {k: v for k, v in field_map(entry, "follows").items() if _follow_live(v, now)}
             follows[f"{base} {number}"] = {"base": base, "number": number, "at": now, "head": dict(head or {}) or None}
             if len(follows) > MAX_FOLLOWS:
-                for key in sorted(follows, key=lambda k: follows[k].get("at", 0))[: len(follows) - MAX_FOLLOWS]:
+                for key in sorted(follows, key=lambda k: _follow_at(follows[k]))[: len(follows) - MAX_FOLLOWS]:
                     del follows[key]
             entry["follows"] = follows
             entry["seen_at"] = now
@@ -230,11 +230,13 @@ class Registry:
                     if head is not None:
                         interest.heads[head.sha] = head
             for follow in field_map(value, "follows").values():
-                if not _follow_live(follow, now) or not isinstance(follow.get("base"), str) or not follow["base"]:
+                followed_base = follow.get("base") if isinstance(follow, dict) else None
+                if not isinstance(follow, dict) or not _follow_live(follow, now) or not isinstance(followed_base, str) \
+                        or not followed_base:
                     continue
-                interest.bases.add(follow["base"])
-                followed.setdefault(repository, set()).add(follow["base"])  # asked when no survey says it
-                head = _head(repository, follow["base"], follow.get("head"))
+                interest.bases.add(followed_base)
+                followed.setdefault(repository, set()).add(followed_base)  # asked when no survey says it
+                head = _head(repository, followed_base, follow.get("head"))
                 if head is not None:
                     interest.heads.setdefault(head.sha, head)
         for repository, interest in out.items():
@@ -266,6 +268,12 @@ class Registry:
 def _recent(value: Any, now: float) -> bool:
     seen = value.get("seen_at") if isinstance(value, dict) else None
     return isinstance(seen, (int, float)) and now - REGISTRY_FORGET <= seen <= now + 3600
+
+
+def _follow_at(value: object) -> float:
+    """When a follow was last said (0 for one that says no time: it goes first when there are too many)."""
+    at = value.get("at") if isinstance(value, Mapping) else None
+    return float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else 0.0
 
 
 def _follow_live(value: Any, now: float) -> bool:
