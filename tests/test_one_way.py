@@ -48,7 +48,7 @@ def test_nothing_imports_the_filelock_package() -> None:
 def test_only_statefile_and_two_lifelong_locks_call_flock() -> None:
     allowed = {
         "statefile.py",  # the state files' lock
-        "forge/kept_answers.py",  # a flight lock: its holder writes the answer's mark into the lock file
+        "forge/flight_lock.py",  # a flight lock: its holder writes the answer's mark into the lock file
         "procs.py",  # PidLock: held for a driver's or a serve's whole life, its pid inside
     }
     assert set(_calls("flock", "fcntl")) <= allowed
