@@ -56,6 +56,7 @@ KNOWN_KEYS: tuple[str, ...] = (
     "sluice.writeBurst",
     "sluice.writePatience",
     "sluice.graphqlWindow",
+    "sluice.fetchHook",
 )
 """Every ``sluice.*`` key git-sluice reads (``docs`` are checked against it)."""
 
@@ -110,6 +111,8 @@ class Settings:
     write_burst: int | None = None
     write_patience: float = DEFAULT_WRITE_PATIENCE
     graphql_window: float = DEFAULT_GRAPHQL_WINDOW
+    fetch_hook: bool = True
+    """``sluice.fetchHook``: whether setup installs the reference-transaction hook (rounds after a fetch)."""
     remote_url: str = ""
     """``remote.<remote>.url`` as configured, credentials removed (:func:`redact_url`): what names the
     remote in this host's state, read with the settings so nothing reads the config again."""
@@ -461,6 +464,14 @@ def _duration(key: str, raw: str | None, floor: float, ceiling: float | None = N
     return value
 
 
+def _flag(values: dict[str, list[_Value]], origins: _Origins, key: str) -> bool:
+    """A boolean key, true when unset (``sluice.enforce``, ``sluice.fetchHook``)."""
+    given = _last(values, key)
+    value = True if given is None else _git_bool(key, given.value)
+    _origin(origins, key, "true" if value else "false", given)
+    return value
+
+
 def _git_bool(key: str, raw: str | None) -> bool:
     if raw is None:
         return True
@@ -591,9 +602,7 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True, refs: Ref
     repository = _choose_repository(values, origins, remote, remote_urls, rewritten)
     api, graphql = _choose_endpoints(values, origins, lambda: derive_api(
         remote, [rewritten(), remote_urls[remote]], _ssh_hostname))
-    given = _last(values, "sluice.enforce")
-    enforce = True if given is None else _git_bool("sluice.enforce", given.value)
-    _origin(origins, "sluice.enforce", "true" if enforce else "false", given)
+    enforce, fetch_hook = (_flag(values, origins, key) for key in ("sluice.enforce", "sluice.fetchHook"))
     app_id, app_key_file, installation = _app_settings(root, values)
     for key, value in (("sluice.appId", app_id), ("sluice.appKeyFile", app_key_file),
                        ("sluice.installation", installation)):
@@ -605,7 +614,7 @@ def load_settings(repo_dir: Path | str, *, need_branches: bool = True, refs: Ref
     return Settings(
         remote=remote, branches=branches, discovery=discovery, lease=lease, host=host, repository=repository,
         api=api, graphql=graphql, app_id=app_id, app_key_file=app_key_file, installation=installation,
-        enforce=enforce, origins=MappingProxyType(origins),
+        enforce=enforce, fetch_hook=fetch_hook, origins=MappingProxyType(origins),
         write_rate=write_rate, write_burst=write_burst, write_patience=write_patience, graphql_window=graphql_window,
         remote_url=redact_url(remote_urls[remote]) if remote_urls.get(remote) else "",
     )

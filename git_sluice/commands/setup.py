@@ -30,6 +30,7 @@ not executable) is refused before anything changes (exit 2).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.resources
 import json
@@ -334,7 +335,8 @@ def install(
     report.mode = mode
 
     # every refusal before the first change
-    plans = {name: placement(repo, directory / name, mode, into_tracked=into_tracked) for name in HOOK_NAMES}
+    wanted = hooks_wanted(settings.fetch_hook)
+    plans = {name: placement(repo, directory / name, mode, into_tracked=into_tracked) for name in wanted}
     manifest = load_manifest(sluice_dir) or _empty_manifest()
     before = json.dumps(manifest, sort_keys=True)
     inside = repo.workdir is not None and Path(repo.workdir) in directory.parents
@@ -346,6 +348,9 @@ def install(
     report.add("hooks folder", str(directory), "core.hooksPath" if shared else "this clone's hooks")
 
     _install_hooks(repo, directory, plans, manifest, report, verify, into_tracked=into_tracked)
+    for name in HOOK_NAMES:
+        if name not in wanted:
+            _leave_out(repo, directory, name, manifest, report, sluice_dir)
 
     _drop_legacy_refspec(repo, manifest, report, sluice_dir)
     if json.dumps(manifest, sort_keys=True) != before:
@@ -365,8 +370,7 @@ def _install_hooks(
     """Each hook where its plan puts it: config-defined, a file (maybe under pre-commit's), or a line."""
     mode = report.mode or "files"
     sluice_dir = Path(repo.common_dir) / "sluice"
-    for name in HOOK_NAMES:
-        plan, target = plans[name]
+    for name, (plan, target) in plans.items():
         if mode == "config" and plan != "ours":
             if _install_config_hook(repo, name, sluice_dir, manifest, report, verify):
                 continue
@@ -388,6 +392,38 @@ def _install_hooks(
             last = report.steps[-1]
             report.steps[-1] = Step(last.subject, last.status,
                                     f"{target}, under pre-commit's hook, which runs it first", last.changed)
+
+
+def hooks_wanted(fetch_hook: bool) -> tuple[str, ...]:
+    """The hooks setup installs (pure): without ``sluice.fetchHook``, pre-push alone.
+
+    git runs a reference-transaction hook for ``prepared`` with the
+    transaction's ref locks held, so *any* such hook lengthens the time a
+    concurrent ``git fetch`` in the clone finds a ref locked and fails
+    (docs/benchmarks-hooks.md). Left out, a fetch runs no hook at all and
+    fails only as often as git's own; the rounds after a fetch are then the
+    driver's, or the next push's.
+    """
+    return HOOK_NAMES if fetch_hook else tuple(n for n in HOOK_NAMES if n != "reference-transaction")
+
+
+def _leave_out(repo: Repo, directory: Path, name: str, manifest: dict[str, Any], report: Report,
+               sluice_dir: Path) -> None:
+    """A hook the config leaves out: what setup had installed there is taken back, what was there before restored."""
+    from . import hook_round
+
+    def done(kind: str, entry: Any) -> None:
+        manifest[kind] = [e for e in manifest[kind] if e is not entry]
+        _save_manifest(sluice_dir, manifest)
+
+    recorded = [e for kind in ("hooks", "config_hooks", "lines") for e in manifest[kind]
+                if isinstance(e, dict) and e.get("name") == name]
+    if not recorded:  # a record lost since: take back what its hook files show
+        manifest["hooks"].extend(e for e in _inferred_manifest(directory)["hooks"] if e.get("name") == name)
+    _undo_hooks(repo, manifest, report, done, only=name)
+    with contextlib.suppress(OSError):
+        (sluice_dir / hook_round.RT_SEEN_NAME).unlink()  # pre-push starts the rounds' fork itself again
+    report.add(f"hook {name}", "left out", "sluice.fetchHook is false: a fetch runs no hook and starts no round")
 
 
 def hook_plan(name: str, mode: str, *, exists: bool, ours: bool, problem: Callable[[], str | None]) -> str:
@@ -648,24 +684,11 @@ def undo(repo: Repo) -> Report:
         if recorded and sluice_dir is not None:
             _save_manifest(sluice_dir, manifest)
 
-    for entry in list(manifest["hooks"]):
-        if isinstance(entry, dict) and not _undo_file_hook(entry, report):
-            continue
-        done("hooks", entry)
-    for entry in list(manifest["config_hooks"]):
-        if isinstance(entry, dict) and entry.get("section"):
-            section = str(entry["section"])
-            if _remove_config_hook(repo, section, Path(str(entry.get("script", "")))):
-                report.add(f"hook {entry.get('name', section)}", "removed", f"config-defined hook {section}", changed=True)
-        done("config_hooks", entry)
+    _undo_hooks(repo, manifest, report, done)
     for entry in list(manifest["refspecs"]):
         if isinstance(entry, dict):
             _undo_refspec(repo, entry, report)
         done("refspecs", entry)
-    for entry in list(manifest["lines"]):
-        if isinstance(entry, dict):
-            _undo_line(entry, report)
-        done("lines", entry)
     for top in reversed(manifest["dirs"]):
         _remove_empty_dirs(Path(str(top)))
 
@@ -683,6 +706,29 @@ def undo(repo: Repo) -> Report:
     if not report.steps:
         report.add("setup", "nothing to undo", "setup has not changed anything here")
     return report
+
+
+def _undo_hooks(
+    repo: Repo, manifest: dict[str, Any], report: Report, done: Callable[[str, Any], None], only: str | None = None,
+) -> None:
+    """Undo the hooks the record lists (``only``: those of one hook), striking each from it through ``done``."""
+    def mine(entry: object) -> bool:
+        return only is None or (isinstance(entry, dict) and entry.get("name") == only)
+
+    for entry in [e for e in manifest["hooks"] if mine(e)]:
+        if isinstance(entry, dict) and not _undo_file_hook(entry, report):
+            continue
+        done("hooks", entry)
+    for entry in [e for e in manifest["config_hooks"] if mine(e)]:
+        if isinstance(entry, dict) and entry.get("section"):
+            section = str(entry["section"])
+            if _remove_config_hook(repo, section, Path(str(entry.get("script", "")))):
+                report.add(f"hook {entry.get('name', section)}", "removed", f"config-defined hook {section}", changed=True)
+        done("config_hooks", entry)
+    for entry in [e for e in manifest["lines"] if mine(e)]:
+        if isinstance(entry, dict):
+            _undo_line(entry, report)
+        done("lines", entry)
 
 
 def files_undone(remaining: bool) -> tuple[str, ...]:

@@ -294,12 +294,19 @@ class HookState:
     config_current: bool = False
     via: str | None = None  # another program's hook runs ours (pre-commit's, a line in a husky script)
     todo: str | None = None  # what to run or add when ours does not run
+    left_out: bool = False  # the config leaves it out (sluice.fetchHook false)
 
 
 def hook_check(state: HookState) -> Check:
-    """Installed, current, and chained to whatever hook was there before."""
+    """Installed, current, and chained to whatever hook was there before (or left out, as the config says)."""
     name = f"hook {state.name}"
     where = state.path + (" (core.hooksPath)" if state.shared_dir else "")
+    if state.left_out:
+        if state.ours or state.config_section is not None:
+            return Check(name, "warn", f"installed at {where}, but sluice.fetchHook is false",
+                         "run git sluice setup (it takes the hook back and restores what was there)")
+        return Check(name, "ok", "left out (sluice.fetchHook false): a fetch runs no hook and starts no round; "
+                                 "the driver's ticks and pushes start them")
     if state.config_section is not None:
         if not state.config_listed:
             return Check(

@@ -66,10 +66,12 @@ from .checks import (
 log = logging.getLogger("git_sluice")
 
 
-def gather_hooks(repo: Repo) -> list[HookState]:
-    """What ``setup`` left (read-only: the setup module's own helpers and manifest)."""
+def gather_hooks(repo: Repo, fetch_hook: bool = True) -> list[HookState]:
+    """What ``setup`` left (read-only: the setup module's own helpers and manifest); ``fetch_hook``:
+    ``sluice.fetchHook``, which may leave the reference-transaction hook out."""
     from .. import setup
 
+    wanted = setup.hooks_wanted(fetch_hook)
     directory, shared = setup.hooks_dir(repo)
     manifest = setup.load_manifest(Path(repo.common_dir) / "sluice") or {}
     states = []
@@ -107,6 +109,7 @@ def gather_hooks(repo: Repo) -> list[HookState]:
                 config_current=config_current,
                 via=via,
                 todo=found["todo"],
+                left_out=name not in wanted,
             )
         )
     return states
@@ -217,6 +220,13 @@ class _Gathered:
     ledger_before: list[BudgetRow] = field(default_factory=list)
 
 
+def _setup_part(repo: Repo, settings: Settings | None, remote_name: str) -> list[Check]:
+    """What ``setup`` leaves: the hooks (as ``sluice.fetchHook`` wants them), and no fetch refspec of ours."""
+    fetch_hook = settings.fetch_hook if settings is not None else True
+    return _guarded("hooks", lambda: [hook_check(state) for state in gather_hooks(repo, fetch_hook)]) + _guarded(
+        "fetch refspec", lambda: [refspec_check(remote_name, repo.config_get_all(f"remote.{remote_name}.fetch"))])
+
+
 def _diagnose_with(
     diagnosis: Diagnosis,
     repo: Repo,
@@ -255,11 +265,7 @@ def _diagnose_with(
         if session is not None and settings is not None:
             live = session
             token_part = _guarded("token", lambda: _token_and_access(live, settings, store, gathered, secrets))
-        hooks_part = _guarded("hooks", lambda: [hook_check(state) for state in gather_hooks(repo)])
-        refspec_part = _guarded(
-            "fetch refspec",
-            lambda: [refspec_check(remote_name, repo.config_get_all(f"remote.{remote_name}.fetch"))],
-        )
+        setup_part = _setup_part(repo, settings, remote_name)
         lease_part: list[Check] = []
         if settings is not None and remote is not None:
             lease_part = _guarded("lease", lambda: _lease_part(repo, remote, settings, clock))
@@ -275,7 +281,7 @@ def _diagnose_with(
             session.close()
     proxy_part = [proxy_check(settings.api, os.environ)] if settings is not None else []
     serve_part = _guarded("serve", lambda: [serve_check(_serves())])
-    diagnosis.checks.extend(token_part + proxy_part + hooks_part + refspec_part + remote_part + lease_part + state_part
+    diagnosis.checks.extend(token_part + proxy_part + setup_part + remote_part + lease_part + state_part
                             + serve_part)
 
 
