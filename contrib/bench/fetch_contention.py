@@ -16,7 +16,10 @@ repetition), so a machine whose load drifts favours none of them:
   installed hook costs, git's price for starting one;
 - ``sluice``: the clone's hooks after ``git sluice setup``, rounds and all;
 - ``sluice-noround``: the same hooks, with a ``git-sluice`` on PATH that exits at once, so
-  no round runs: the hooks' own share, apart from the rounds they start.
+  no round runs: the hooks' own share, apart from the rounds they start;
+- ``sluice-pushonly``: what ``git sluice setup`` leaves with ``sluice.fetchHook false``
+  (``pre-push`` alone, the very script setup writes) in a hooks folder of its own: a fetch
+  runs no hook.
 
 Between trials it waits until every runner the hooks started has finished, so one trial's
 rounds never land in the next. The API is a closed loopback port: a round does its git work
@@ -37,7 +40,7 @@ import threading
 import time
 from pathlib import Path
 
-VARIANTS = ("none", "true", "empty", "sluice", "sluice-noround")
+VARIANTS = ("none", "true", "empty", "sluice", "sluice-noround", "sluice-pushonly")
 
 
 def _closed_port() -> int:
@@ -111,6 +114,13 @@ class World:
         self.true_hooks = root / "true-hooks"
         self.true_hooks.mkdir()
         (self.true_hooks / "reference-transaction").symlink_to(shutil.which("true") or "/bin/true")
+        from git_sluice.commands.setup import hooks_wanted, script
+
+        self.pushonly_hooks = root / "pushonly-hooks"
+        self.pushonly_hooks.mkdir()
+        for name in hooks_wanted(False):  # what setup installs with sluice.fetchHook false
+            (self.pushonly_hooks / name).write_bytes(script(name))
+            (self.pushonly_hooks / name).chmod(0o755)
         proc = subprocess.run(["git-sluice", "setup"], cwd=self.work, env=self.env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"git sluice setup failed: {proc.stderr}")
@@ -169,6 +179,8 @@ class World:
             args += ["-c", f"core.hooksPath={self.empty_hooks}"]
         elif variant == "sluice-noround":
             env["SLUICE_BENCH_NOROUND"] = "1"
+        elif variant == "sluice-pushonly":
+            args += ["-c", f"core.hooksPath={self.pushonly_hooks}"]
         args += ["fetch", "-q", "origin"]
         stop, moved = threading.Event(), []  # type: ignore[var-annotated]
         thread = threading.Thread(target=self.mover, args=(stop, moved))
