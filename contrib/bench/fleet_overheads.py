@@ -90,6 +90,24 @@ def round_cpu(requests: int = 500, changed: int = 5, samples: int = 1) -> dict[s
         return out
 
 
+def _to_next_tick(w: Any, host: Any) -> None:
+    """Move the shared clock past the host watch's next tick, if it is not due yet.
+
+    A one-shot ``intake`` ticks the watch only when a tick is due; between two
+    ticks it reads the last tick's answers and takes nothing new in. A
+    "changed" round must be one that takes the change in, whatever phase the
+    world's clock started at (the host's tick phase is its own), or its CPU
+    measures a round with nothing to do.
+    """
+    for answers in Path(host.state_home).rglob("answers.json"):
+        try:
+            next_at = float(json.loads(answers.read_text()).get("next_at"))
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+        if next_at > w.clock.time():
+            w.clock.advance(next_at - w.clock.time() + 1.0)
+
+
 def round_scaling(sizes: tuple[int, ...], changed: int = 5, samples: int = 3) -> dict[str, Any]:
     """Issue 29: a fresh ``git sluice intake``'s CPU, quiet and with ``changed`` requests moved, at each queue size.
 
@@ -126,6 +144,7 @@ def round_scaling(sizes: tuple[int, ...], changed: int = 5, samples: int = 3) ->
                 for n in open_[k * changed:(k + 1) * changed]:
                     w.gh.review(name, n, reviewers[k % len(reviewers)], "APPROVED")
                 w.clock.advance(61)
+                _to_next_tick(w, host)  # a changed round that takes the change in, never one before its tick
                 intake("changed")
             for _ in range(max(samples, 1)):
                 w.clock.advance(61)
