@@ -522,7 +522,8 @@ class HostWatch:
             if found is None:
                 continue
             part = found[5]
-            listed = {p[0].number: p[0] for p in (item_of(raw) for raw in part.get("items") or []) if p is not None}
+            items = sv.stored_items(part)  # each item read once, for the survey and for the check below
+            listed = {i.request.number: i.request for i in items}
             readings: dict[int, Request] = {}
             for raw in field_map(part, "readings").values():
                 reading = reading_of(raw)
@@ -533,10 +534,8 @@ class HostWatch:
                 if item is not None and (item.head_sha, item.updated_at) == (entry.head_sha, entry.updated_at):
                     readings.setdefault(number, entry)
             waiting = {i.head_sha: heads[i.head_sha] for i in listed.values() if i.head_sha in heads}
-            out[base] = sv.encode(self.repository, base, {
-                "items": part.get("items") or [],
-                "readings": {str(n): reading_json(r) for n, r in sorted(readings.items())},
-            }, waiting, host=self.host)
+            out[base] = sv.encode_items(self.repository, base, items, dict(sorted(readings.items())), waiting,
+                                        host=self.host)
         return out
 
     # -- REST ---------------------------------------------------------------

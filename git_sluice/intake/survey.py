@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import field
 from typing import Any, Protocol
 
 from ..errors import SurveyRejected as SurveyRejected
 from ..records import record
 from .request import Request
-from .watchstore import inputs_of, item_json, item_of, reading_json, reading_of
+from .watchstore import bounded_reading, inputs_of, item_json, item_of, reading_json, reading_of
 
 FORMAT = "git-sluice survey"
 VERSION = 1
@@ -85,21 +85,42 @@ class Survey:
 def encode(repository: str, base: str, part: Mapping[str, Any], heads: Mapping[str, str | None], *,
            host: str) -> bytes:
     """The survey blob of one base: ``part`` is the watch's stored base part (items and readings, as in
-    answers.json), ``heads`` the states of the heads waiting on it. Nothing of the tick itself (its
-    number, its time) goes in: a base where nothing moved has the same survey, and is not pushed again."""
+    answers.json), ``heads`` the states of the heads waiting on it."""
+    readings: dict[int, Request] = {}
+    for raw in (part.get("readings") or {}).values():
+        reading = reading_of(raw)
+        if reading is not None:
+            readings[reading.number] = reading
+    return encode_items(repository, base, stored_items(part), readings, heads, host=host)
+
+
+def stored_items(part: Mapping[str, Any]) -> list[SurveyItem]:
+    """A stored base part's items as a survey holds them (each read once: a malformed one is left out)."""
     items = []
     for raw in part.get("items") or []:
         found = item_of(raw)
         if found is not None:
-            items.append(_item_json(found[0], found[1], inputs_of(raw)))
-    readings = {}
-    for raw in (part.get("readings") or {}).values():
-        reading = reading_of(raw)
-        if reading is not None:
-            readings[str(reading.number)] = reading_json(reading)
+            items.append(SurveyItem(found[0], found[1], inputs_of(raw)))
+    return items
+
+
+def encode_items(repository: str, base: str, items: Sequence[SurveyItem], readings: Mapping[int, Request],
+                 heads: Mapping[str, str | None], *, host: str) -> bytes:
+    """The survey blob of one base from what is already read: its items, the readings by number (each
+    bounded as a stored one is: :func:`~.watchstore.bounded_reading`) and the waiting heads' states.
+
+    Nothing of the tick itself (its number, its time) goes in: a base where
+    nothing moved has the same survey, and is not pushed again.
+    """
+    kept = {}
+    for number, reading in readings.items():
+        bounded = bounded_reading(reading)
+        if bounded is not None:
+            kept[str(bounded.number)] = reading_json(bounded)
     doc = {
         "format": FORMAT, "version": VERSION, "repository": repository, "base": base, "host": host,
-        "items": items, "readings": readings, "heads": {sha: state for sha, state in sorted(heads.items())},
+        "items": [_item_json(i.request, i.labels_known, i.inputs) for i in items],
+        "readings": kept, "heads": {sha: state for sha, state in sorted(heads.items())},
     }
     return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
 

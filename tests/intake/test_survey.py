@@ -120,3 +120,37 @@ def test_whatever_bytes_a_pusher_writes_decode_or_are_rejected(blob: bytes) -> N
         sv.decode(blob, "o/r", "main")
     except sv.SurveyRejected:
         pass
+
+
+short = st.text(max_size=6)
+maybe_long = st.one_of(short, st.just("x" * 4097))
+many = st.lists(short, max_size=3).map(tuple) | st.just(tuple(f"l{i}" for i in range(205)))
+requests_st = st.builds(
+    Request, number=st.integers(1, 10**6), title=maybe_long, author=st.none() | maybe_long, head_ref=short,
+    head_sha=short, base=short, draft=st.booleans(), updated_at=short, labels=many, github_state=short,
+    review_decision=st.none() | short, checks_state=st.none() | maybe_long, failing=many, pending=many,
+    mergeable=st.none() | short, url=maybe_long,
+    reviews=st.lists(st.tuples(st.none() | short, short), max_size=2).map(tuple)
+    | st.just(tuple((f"r{i}", "APPROVED") for i in range(205))),
+)
+
+
+@given(requests_st)
+@settings(max_examples=200)
+def test_a_reading_is_bounded_as_its_stored_form_would_be(reading: Request) -> None:
+    """The survey keeps a reading as ``reading_of(reading_json(…))`` would, without the round trip."""
+    from git_sluice.intake.watchstore import bounded_reading, reading_of
+
+    direct = bounded_reading(reading)
+    trip = reading_of(reading_json(reading))
+    assert (direct is None) == (trip is None)
+    if direct is not None and trip is not None:
+        assert reading_json(direct) == reading_json(trip)
+
+
+def test_a_survey_from_what_is_already_read_is_the_survey_of_the_stored_part() -> None:
+    stored = part(1, 2, 3)
+    readings = {1: request(1, github_state="OPEN", checks_state="PENDING", pending=("ci",)), 3: request(3)}
+    stored["readings"] = {str(n): reading_json(r) for n, r in readings.items()}
+    assert sv.encode_items("o/r", "main", sv.stored_items(stored), readings, {SHA: "PENDING"}, host="h") == sv.encode(
+        "o/r", "main", stored, {SHA: "PENDING"}, host="h")
