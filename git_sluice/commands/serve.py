@@ -77,7 +77,7 @@ def serve(session: Session, *, state_dir: Path, socket: Path | None, port: int |
     finally:
         if listening is not None:
             listening.stop(grace=session.settings.write_patience + session.forge.timeout,
-                           overdue=cancel.set if cancel is not None else (lambda: None))
+                           overdue=cancel.set if cancel is not None else (lambda: None), cut=stopper.again)
         relay.close()
         if path is not None:
             try:

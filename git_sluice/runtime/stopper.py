@@ -22,11 +22,21 @@ class Stopper:
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._again = threading.Event()
+        self._signals = 0  # counted by the handler (no lock there), read by the relay thread
         self.signal: int | None = None
 
     def stop(self, signum: int | None = None) -> None:
+        if self._event.is_set():
+            self._again.set()
         self.signal = signum
         self._event.set()
+
+    @property
+    def again(self) -> threading.Event:
+        """Set by a second stop (a second Ctrl-C): what a stop's own grace watches, to end it at once
+        (``serve`` stops waiting for the calls in flight)."""
+        return self._again
 
     @property
     def event(self) -> threading.Event:
@@ -56,6 +66,7 @@ class Stopper:
         def handler(signum: int, _frame: object) -> None:
             if self.signal is None:
                 self.signal = signum
+            self._signals += 1
             try:
                 os.write(write_end, b"!")
             except OSError:  # a full pipe: a byte is already on its way
@@ -67,3 +78,5 @@ class Stopper:
     def _relay(self, read_end: int) -> None:
         while os.read(read_end, 64):
             self._event.set()
+            if self._signals >= 2:
+                self._again.set()

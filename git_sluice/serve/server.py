@@ -20,6 +20,7 @@ import socket
 import socketserver
 import stat
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Callable
 from pathlib import Path
@@ -245,10 +246,11 @@ class Listening:
             self._open.discard(handler)
             self._idle.notify_all()
 
-    def stop(self, grace: float = 60.0, overdue: Callable[[], None] = lambda: None) -> None:
+    def stop(self, grace: float = 60.0, overdue: Callable[[], None] = lambda: None,
+             cut: threading.Event | None = None) -> None:
         """Stop accepting; calls in flight finish (a write waiting for its slot too) within ``grace`` real
-        seconds, after which ``overdue()`` (the session's cancel: its waits end, answered 503) and a few
-        seconds more; then every connection closes."""
+        seconds — or until ``cut`` is set (a second Ctrl-C) — after which ``overdue()`` (the session's
+        cancel: its waits end, answered 503) and a few seconds more; then every connection closes."""
         self.stopping.set()
         if self._threads:  # shutdown() waits for serve_forever: only where it runs
             for server in self.servers:
@@ -257,12 +259,23 @@ class Listening:
             for handler in list(self._open):
                 if not handler.busy:
                     _shut(handler.connection)
-            if not self._idle.wait_for(lambda: not any(h.busy for h in self._open), timeout=grace):
+            if not self._drained(grace, cut):
                 overdue()
                 self._idle.wait_for(lambda: not any(h.busy for h in self._open), timeout=OVERDUE_GRACE)
             for handler in list(self._open):
                 _shut(handler.connection)
         self._close_servers()
+
+    def _drained(self, grace: float, cut: threading.Event | None) -> bool:
+        """Whether every call in flight finished within ``grace`` (False as soon as ``cut`` is set).
+        Called with the lock held; waits in short slices so a cut is seen within a fifth of a second."""
+        end = time.monotonic() + grace
+        while any(h.busy for h in self._open):
+            left = end - time.monotonic()
+            if left <= 0 or (cut is not None and cut.is_set()):
+                return False
+            self._idle.wait(min(left, 0.2))
+        return True
 
     def _close_servers(self) -> None:
         for server in self.servers:

@@ -149,3 +149,73 @@ def test_a_relayed_call_still_on_the_wire_past_the_stops_grace_is_cut_short_and_
         before = gh.requests(path="/repos/o/r$")
         assert again.forge.get("repos/o/r").status == 200  # asked at once: failure memory holds nothing
         assert gh.requests(path="/repos/o/r$") == before + 1
+
+
+def test_a_second_stop_cuts_the_grace_short(clone: Path, github, short_dir: Path, isolated_env: Path) -> None:
+    """A first Ctrl-C lets the calls in flight finish within the grace (here 30 s); a second one — a
+    person who will not wait — ends the wait at once: the call still on the wire is answered 503
+    "stopping", and nothing is held against the address."""
+    from git_sluice.commands.serve import serve
+    from git_sluice.runtime.session import open_session
+    from git_sluice.runtime.stopper import Stopper
+    from tests.gitutil import git
+
+    git(clone, "config", "sluice.writePatience", "30s")
+    gh = github.gh
+    socket = short_dir / "s2.sock"
+    draining, stopper, ready = threading.Event(), Stopper(), threading.Event()
+    session = open_session(clone, clock=github.clock, need_branches=False, cancel=draining)
+    assert session.forge.pool
+
+    def run() -> None:
+        try:
+            serve(session, state_dir=isolated_env / "serve-state", socket=socket, port=None, stopper=stopper,
+                  ready=lambda _s: ready.set(), cancel=draining)
+        finally:
+            session.close()
+
+    server = threading.Thread(target=run, daemon=True)
+    server.start()
+    assert ready.wait(30)
+    gh.fault("hang", path="/repos/o/r$", times=1, seconds=120)
+    mark = gh.mark()
+    got: list[httpx.Response] = []
+    with httpx.Client(transport=httpx.HTTPTransport(uds=str(socket)), base_url="http://api.github.com",
+                      timeout=60) as client:
+        caller = threading.Thread(target=lambda: got.append(client.get("/repos/o/r")), daemon=True)
+        caller.start()
+        deadline = time.monotonic() + 30
+        while not gh.on_the_wire(since=mark) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        stopper.stop(signal.SIGINT)
+        server.join(1.0)
+        assert server.is_alive()  # the first stop waits for the call in flight
+        again = time.monotonic()
+        stopper.stop(signal.SIGINT)
+        server.join(30)
+        took = time.monotonic() - again
+        caller.join(30)
+    assert not server.is_alive() and took < 1.5, took  # the second stop: the wait ends within its slice
+    assert got and got[0].status_code == 503 and "stopping" in got[0].text, got
+    gh.clear_faults()
+    for index in clone.rglob("kept/index.json"):
+        assert not json.loads(index.read_text()).get("failures"), index.read_text()
+
+
+def test_the_signal_handler_counts_a_second_signal_as_a_cut() -> None:
+    """Two SIGINTs to the process (a terminal's Ctrl-C, then git forwarding it, or a person pressing it
+    twice): the first stops, the second sets ``again``; the handler itself takes no lock."""
+    from git_sluice.runtime.stopper import Stopper
+
+    stopper = Stopper()
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        stopper.install()
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stopper.event.wait(5) and not stopper.again.is_set()
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stopper.again.wait(5)
+        assert stopper.name == "SIGTERM"
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
