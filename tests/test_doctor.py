@@ -483,3 +483,30 @@ def test_api_wait_says_until_when_off_a_terminal(clone: Path, github: ServedDoub
     assert "rate-limited until" in done.stderr and "(in 10 min)" in done.stderr
     assert "\r" not in done.stderr
     no_token_in(done.stdout + done.stderr)
+
+
+def test_a_clone_of_thousands_of_branches_without_a_commit_graph_is_warned() -> None:
+    """Issue 29's leftover: git's own upkeep — every fetch's connectivity check parses each ref tip
+    where no commit-graph covers them, and every round fetches."""
+    from git_sluice.commands.doctor.checks import GRAPH_REFS, commit_graph_check
+
+    assert commit_graph_check(5000, has_graph=True).status == "ok"
+    assert commit_graph_check(GRAPH_REFS - 1, has_graph=False).status == "ok"
+    busy = commit_graph_check(5000, has_graph=False)
+    assert busy.status == "warn" and "5,000" in busy.found and "git maintenance start" in busy.advice
+
+
+def test_doctor_reads_the_clones_refs_and_its_commit_graph(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+
+    from git_sluice.commands.doctor.gather import _has_graph
+    from git_sluice.repo import Repo
+
+    work = tmp_path / "w"
+    env = {**__import__("os").environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e"}
+    subprocess.run(["git", "init", "-q", "-b", "main", str(work)], check=True, env=env)
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "x"], cwd=work, check=True, env=env)
+    assert not _has_graph(Repo.discover(work))
+    subprocess.run(["git", "commit-graph", "write", "--reachable"], cwd=work, check=True, env=env)
+    assert _has_graph(Repo.discover(work))

@@ -44,6 +44,7 @@ from .checks import (
     HookState,
     ScratchTrial,
     access_check,
+    commit_graph_check,
     budget_check,
     pace_checks,
     config_checks,
@@ -221,10 +222,18 @@ class _Gathered:
 
 
 def _setup_part(repo: Repo, settings: Settings | None, remote_name: str) -> list[Check]:
-    """What ``setup`` leaves: the hooks (as ``sluice.fetchHook`` wants them), and no fetch refspec of ours."""
+    """What ``setup`` leaves — the hooks (as ``sluice.fetchHook`` wants them), no fetch refspec of ours —
+    and whether git's own upkeep keeps the clone's fetches cheap (a commit-graph)."""
     fetch_hook = settings.fetch_hook if settings is not None else True
     return _guarded("hooks", lambda: [hook_check(state) for state in gather_hooks(repo, fetch_hook)]) + _guarded(
-        "fetch refspec", lambda: [refspec_check(remote_name, repo.config_get_all(f"remote.{remote_name}.fetch"))])
+        "fetch refspec", lambda: [refspec_check(remote_name, repo.config_get_all(f"remote.{remote_name}.fetch"))]
+    ) + _guarded("commit-graph", lambda: [commit_graph_check(len(repo.refs_under("refs/remotes/")), _has_graph(repo))])
+
+
+def _has_graph(repo: Repo) -> bool:
+    """Whether the clone's objects have a commit-graph git reads (a single file or a chain)."""
+    info = Path(repo.common_dir) / "objects" / "info"
+    return (info / "commit-graph").is_file() or (info / "commit-graphs" / "commit-graph-chain").is_file()
 
 
 def _diagnose_with(
