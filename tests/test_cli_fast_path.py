@@ -139,8 +139,8 @@ def test_intake_options_read_as_click_reads_them() -> None:
     assert parse(["intake"]) == ("intake", {"wait": False, "timeout": None, "as_json": False, "verbose": False})
     assert parse(["intake", "--json", "-v", "--wait", "--timeout", "90s"]) == (
         "intake", {"wait": True, "timeout": 90.0, "as_json": True, "verbose": True})
-    assert parse(["intake", "--timeout=5m", "--timeout", "1m", "--verbose"]) == (
-        "intake", {"wait": False, "timeout": 60.0, "as_json": False, "verbose": True})
+    assert parse(["intake", "--wait", "--timeout=5m", "--timeout", "1m", "--verbose"]) == (
+        "intake", {"wait": True, "timeout": 60.0, "as_json": False, "verbose": True})
     for args in (["intake", "-b", "main"], ["intake", "--branch=main"], ["intake", "--timeout", "soon"],
                  ["intake", "--timeout"], ["intake", "-vv"], ["intake", "--help"], ["intake", "extra"]):
         assert parse(args) is None, args  # a branch check, a bad duration, help: click's words
@@ -170,3 +170,15 @@ def test_a_quiet_intake_runs_without_click_and_prints_what_click_prints(tmp_path
             fast, slow = run(LOADED + ENTRY, *args), run(LOADED + CLICK, *args)  # within the interval: no call
             assert fast[:2] == slow[:2] and "click" not in fast[2] and "click" in slow[2], args
             assert "main" in fast[0]
+
+
+def test_intake_timeout_without_wait_is_clicks_usage_error() -> None:
+    """``--timeout`` bounds a ``--wait``; alone it would change nothing, so it is refused (exit 2)."""
+    from click.testing import CliRunner
+
+    from git_sluice.cli import main
+
+    assert parse(["intake", "--timeout", "10s"]) is None  # click reports it
+    assert parse(["intake", "--wait", "--timeout", "10s"]) is not None
+    result = CliRunner().invoke(main, ["intake", "--timeout", "10s"])
+    assert result.exit_code == 2 and "--timeout bounds a --wait" in result.output

@@ -78,7 +78,7 @@ def _intake(rest: list[str]) -> Parsed | None:
     """``intake`` without ``-b`` (a branch that is no branch is click's to report) and with a plain timeout."""
     found = _values(rest, {"--timeout": "timeout"}, {"--wait": "wait", "--json": "json", "-v": "verbose",
                                                      "--verbose": "verbose"})
-    if found is None:
+    if found is None or ("timeout" in found and "wait" not in found):  # click's usage error for the second
         return None
     timeout = None
     if "timeout" in found:

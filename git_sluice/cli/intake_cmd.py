@@ -27,6 +27,10 @@ def intake_command(branches: tuple[str, ...], wait: bool, timeout: float | None,
     from ..errors import UnknownBranch
     from .intake_run import run_intake
 
+    if timeout is not None and not wait:
+        raise click.UsageError("--timeout bounds a --wait: give --wait too (without it a spent allowance "
+                               "exits 3 at once, and each call gives up after 30 s on its own)")
+
     try:
         run_intake(branches, wait, timeout, as_json, verbose, click.echo)
     except UnknownBranch as exc:
