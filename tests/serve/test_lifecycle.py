@@ -11,10 +11,14 @@ import stat
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+from git_sluice.runtime.stopper import Stopper
 from tests.cliworld import cli_world
 
 TOKEN = "tok-alice"
@@ -95,24 +99,34 @@ def test_sigterm_lets_the_call_in_flight_finish(tmp_path: Path, short_dir: Path)
         assert not socket.exists()
 
 
-def test_a_relayed_call_still_on_the_wire_past_the_stops_grace_is_cut_short_and_blamed_on_no_one(
-    clone: Path, github, short_dir: Path, isolated_env: Path
-) -> None:
-    """Issue 33: a stop lets the calls in flight finish within its grace (``sluice.writePatience`` plus
-    a call's timeout); one still on the wire after it is given up (503 "stopping" to its caller) and,
-    the stop being the host's doing and not GitHub's, nothing is held against the address."""
+@dataclass
+class HungServe:
+    """A ``serve`` in a thread, with one relayed call hanging on the wire (the double holds its answer)."""
+
+    stopper: Stopper
+    server: threading.Thread
+    caller: threading.Thread
+    got: list[httpx.Response]
+
+
+@contextmanager
+def hung_serve(clone: Path, github, short_dir: Path, isolated_env: Path, *, patience: str,
+               call_timeout: float | None = None) -> Iterator[HungServe]:
+    """``serve`` started on the shared test clock, its pool learned, then a call the double hangs; yields
+    once that call is on the wire. ``patience`` (``sluice.writePatience``) plus the forge's timeout is
+    the stop's grace."""
     from git_sluice.commands.serve import serve
     from git_sluice.runtime.session import open_session
-    from git_sluice.runtime.stopper import Stopper
     from tests.gitutil import git
 
-    git(clone, "config", "sluice.writePatience", "0s")
+    git(clone, "config", "sluice.writePatience", patience)
     gh = github.gh
     socket = short_dir / "s.sock"
     draining, stopper, ready = threading.Event(), Stopper(), threading.Event()
     session = open_session(clone, clock=github.clock, need_branches=False, cancel=draining)
     assert session.forge.pool  # the pool learned before the hang
-    session.forge.timeout = 0.3  # the stop's grace: 0 s of write patience and this (the calls' own stay 30 s)
+    if call_timeout is not None:
+        session.forge.timeout = call_timeout
 
     def run() -> None:
         try:
@@ -134,16 +148,35 @@ def test_a_relayed_call_still_on_the_wire_past_the_stops_grace_is_cut_short_and_
         deadline = time.monotonic() + 30
         while not gh.on_the_wire(since=mark) and time.monotonic() < deadline:
             time.sleep(0.02)
-        sent = time.monotonic()
-        stopper.stop(signal.SIGTERM)
-        server.join(30)
-        took = time.monotonic() - sent
+        yield HungServe(stopper, server, caller, got)
         caller.join(30)
-    assert not server.is_alive() and took < 0.3 + 1.0, took  # the grace, then the cut call's answer at once
-    assert got and got[0].status_code == 503 and "stopping" in got[0].text, got
     gh.clear_faults()
+
+
+def assert_nothing_held(clone: Path) -> None:
+    """A call the host cut short is no failure of GitHub's: failure memory holds nothing for it."""
     for index in clone.rglob("kept/index.json"):
         assert not json.loads(index.read_text()).get("failures"), index.read_text()
+
+
+def test_a_relayed_call_still_on_the_wire_past_the_stops_grace_is_cut_short_and_blamed_on_no_one(
+    clone: Path, github, short_dir: Path, isolated_env: Path
+) -> None:
+    """Issue 33: a stop lets the calls in flight finish within its grace (``sluice.writePatience`` plus
+    a call's timeout); one still on the wire after it is given up (503 "stopping" to its caller) and,
+    the stop being the host's doing and not GitHub's, nothing is held against the address."""
+    from git_sluice.runtime.session import open_session
+
+    gh = github.gh
+    # the stop's grace: 0 s of write patience and 0.3 s (the calls' own stay 30 s)
+    with hung_serve(clone, github, short_dir, isolated_env, patience="0s", call_timeout=0.3) as hung:
+        sent = time.monotonic()
+        hung.stopper.stop(signal.SIGTERM)
+        hung.server.join(30)
+        took = time.monotonic() - sent
+    assert not hung.server.is_alive() and took < 0.3 + 1.0, took  # the grace, then the cut call's answer at once
+    assert hung.got and hung.got[0].status_code == 503 and "stopping" in hung.got[0].text, hung.got
+    assert_nothing_held(clone)
     with open_session(clone, clock=github.clock, need_branches=False) as again:
         assert again.store.pauses() == []
         before = gh.requests(path="/repos/o/r$")
@@ -152,54 +185,20 @@ def test_a_relayed_call_still_on_the_wire_past_the_stops_grace_is_cut_short_and_
 
 
 def test_a_second_stop_cuts_the_grace_short(clone: Path, github, short_dir: Path, isolated_env: Path) -> None:
-    """A first Ctrl-C lets the calls in flight finish within the grace (here 30 s); a second one — a
-    person who will not wait — ends the wait at once: the call still on the wire is answered 503
+    """A first Ctrl-C lets the calls in flight finish within the grace (here 30 s and more); a second one —
+    a person who will not wait — ends the wait at once: the call still on the wire is answered 503
     "stopping", and nothing is held against the address."""
-    from git_sluice.commands.serve import serve
-    from git_sluice.runtime.session import open_session
-    from git_sluice.runtime.stopper import Stopper
-    from tests.gitutil import git
-
-    git(clone, "config", "sluice.writePatience", "30s")
-    gh = github.gh
-    socket = short_dir / "s2.sock"
-    draining, stopper, ready = threading.Event(), Stopper(), threading.Event()
-    session = open_session(clone, clock=github.clock, need_branches=False, cancel=draining)
-    assert session.forge.pool
-
-    def run() -> None:
-        try:
-            serve(session, state_dir=isolated_env / "serve-state", socket=socket, port=None, stopper=stopper,
-                  ready=lambda _s: ready.set(), cancel=draining)
-        finally:
-            session.close()
-
-    server = threading.Thread(target=run, daemon=True)
-    server.start()
-    assert ready.wait(30)
-    gh.fault("hang", path="/repos/o/r$", times=1, seconds=120)
-    mark = gh.mark()
-    got: list[httpx.Response] = []
-    with httpx.Client(transport=httpx.HTTPTransport(uds=str(socket)), base_url="http://api.github.com",
-                      timeout=60) as client:
-        caller = threading.Thread(target=lambda: got.append(client.get("/repos/o/r")), daemon=True)
-        caller.start()
-        deadline = time.monotonic() + 30
-        while not gh.on_the_wire(since=mark) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        stopper.stop(signal.SIGINT)
-        server.join(1.0)
-        assert server.is_alive()  # the first stop waits for the call in flight
+    with hung_serve(clone, github, short_dir, isolated_env, patience="30s") as hung:
+        hung.stopper.stop(signal.SIGINT)
+        hung.server.join(1.0)
+        assert hung.server.is_alive()  # the first stop waits for the call in flight
         again = time.monotonic()
-        stopper.stop(signal.SIGINT)
-        server.join(30)
+        hung.stopper.stop(signal.SIGINT)
+        hung.server.join(30)
         took = time.monotonic() - again
-        caller.join(30)
-    assert not server.is_alive() and took < 1.5, took  # the second stop: the wait ends within its slice
-    assert got and got[0].status_code == 503 and "stopping" in got[0].text, got
-    gh.clear_faults()
-    for index in clone.rglob("kept/index.json"):
-        assert not json.loads(index.read_text()).get("failures"), index.read_text()
+    assert not hung.server.is_alive() and took < 1.5, took  # the second stop: the wait ends within its slice
+    assert hung.got and hung.got[0].status_code == 503 and "stopping" in hung.got[0].text, hung.got
+    assert_nothing_held(clone)
 
 
 def test_the_signal_handler_counts_a_second_signal_as_a_cut() -> None:
