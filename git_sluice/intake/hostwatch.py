@@ -24,6 +24,7 @@ round that finds no fresh answer runs its own round the old way.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import field, replace
 from pathlib import Path
@@ -461,13 +462,13 @@ class HostWatch:
 
     @staticmethod
     def _survey_of(place: sv.SurveyPlace, oid: str, repository: str, base: str) -> sv.Survey | None:
-        blob = place.read(oid)
-        if blob is None:
+        files = place.read(oid)
+        if files is None:
             log.warning("host watch: refs/sluice/survey/…/%s of %s (%s) is not a survey: not taken", base, repository,
                         oid[:12])
             return None
         try:
-            return sv.decode(blob, repository, base)
+            return sv.decode(files, repository, base)
         except sv.SurveyRejected as exc:
             log.warning("host watch: the survey of %s %s (%s) was rejected (%s): not taken", repository, base,
                         oid[:12], exc)
@@ -504,38 +505,44 @@ class HostWatch:
                 record["adopted"] = {**adopted, base: survey.oid}
         report.adopted.append(repository)
 
-    def survey_blobs(self, bases: Iterable[str], entries: Mapping[str, Mapping[int, Request]]) -> dict[str, bytes]:
+    def survey_drafts(self, bases: Iterable[str], entries: Mapping[str, Mapping[int, Request]]
+                      ) -> dict[str, sv.Draft]:
         """The surveys of this clone's ``bases`` for the fleet, from the watch's last answers and the
-        clone's queue (``entries``: per base, what its round read of each request).
+        clone's queue (``entries``: per base, what its round read of each request), not yet encoded.
 
         Only a base the last tick asked and whose answers are fresh has one. Its
         readings are every queued request whose head and ``updated_at`` are as the
         tick listed them — so a mirror can show every request, not only what
-        moved — and the states of the heads waiting on it.
+        moved — and the states of the heads waiting on it. Its items are the
+        stored ones as they stand: nothing is parsed here that its shard's key
+        does not need (:class:`~.survey.Draft`).
         """
         doc = self.answers.peek()
         now = self.clock.time()
         heads = dict(_head_states(doc, self.repository))
-        out: dict[str, bytes] = {}
+        out: dict[str, sv.Draft] = {}
         for base in sorted(set(bases)):
             found = _part_of(doc, self.repository, base, now)
             if found is None:
                 continue
             part = found[5]
-            items = sv.stored_items(part)  # each item read once, for the survey and for the check below
-            listed = {i.request.number: i.request for i in items}
-            readings: dict[int, Request] = {}
+            draft = sv.Draft(self.repository, base, self.host)
+            listed: dict[object, tuple[object, object]] = {}
+            for raw in part.get("items") or []:
+                draft.add_item(raw)
+                if isinstance(raw, dict):
+                    sha = raw.get("head_sha")
+                    listed[raw.get("number")] = (sha, raw.get("updated_at"))
+                    if isinstance(sha, str) and sha in heads:
+                        draft.add_head(sha, heads[sha])
             for raw in field_map(part, "readings").values():
                 reading = reading_of(raw)
                 if reading is not None:
-                    readings[reading.number] = reading
-            for number, entry in (entries.get(base) or {}).items():
-                item = listed.get(number)
-                if item is not None and (item.head_sha, item.updated_at) == (entry.head_sha, entry.updated_at):
-                    readings.setdefault(number, entry)
-            waiting = {i.head_sha: heads[i.head_sha] for i in listed.values() if i.head_sha in heads}
-            out[base] = sv.encode_items(self.repository, base, items, dict(sorted(readings.items())), waiting,
-                                        host=self.host)
+                    draft.add_reading(reading)  # the tick's own reading first: it stands
+            for number, entry in sorted((entries.get(base) or {}).items()):
+                if listed.get(number) == (entry.head_sha, entry.updated_at):
+                    draft.add_reading(entry)
+            out[base] = draft
         return out
 
     # -- REST ---------------------------------------------------------------
@@ -749,7 +756,7 @@ class HostWatch:
         for repository, heads in sorted(riding.items()):
             targets.append(w.Target(repository, "", heads=tuple(h.sha for h in heads), lists=False))
         gathered = self._ask_pages(targets, known, marks, report)
-        lessons: dict[str, tuple[w.RepoMode, tuple[object, ...] | None]] = {}
+        lessons: dict[str, w.GraphqlTick] = {}
         for repository in repositories:
             record = new_repos[repository]
             bases = sorted(interests[repository].bases)
@@ -759,8 +766,13 @@ class HostWatch:
                 report.errors[repository] = next((a.error for a in answers if a is not None and a.error), "no answer")
                 _back_to_rest(repository, record, heads_doc, new_heads)
                 continue
-            lessons[repository] = (_mode_of(record), got[0].fingerprint if got else None)
+            mode = _mode_of(record)
             rollups = self._store_answers(repository, record, bases, got, known, tick)
+            parts = [record["bases"].get(b) or {} for b in bases]
+            lessons[repository] = w.GraphqlTick(
+                mode, got[0].fingerprint if got else None,
+                moved=any(part.get("changed_tick") == tick for part in parts),
+                pages=max((math.ceil(len(part.get("items") or []) / 100) for part in parts), default=1))
             self._heads_from_rollups(repository, interests[repository], rollups, heads_doc, new_heads, tick, now,
                                      interval, report)
         for repository, after in w.after_graphql_tick(lessons, query_goes_anyway=bool(riding)).items():

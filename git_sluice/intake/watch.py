@@ -13,8 +13,8 @@ decides, each a plain function here, tested without I/O:
   repository whose list answered 200 though no request moved (GitHub embeds
   the repository's counters in every list item, so a star or a push to any
   branch changes every page) moves to the one GraphQL query of the tick, and
-  comes back to REST once its activity fingerprint stood still for
-  :data:`QUIET_TICKS` ticks;
+  comes back to REST once neither its activity fingerprint nor its list
+  moved for :func:`quiet_ticks` ticks (more for a list of many pages);
 - **when a waiting head is asked** (:class:`HeadRecord`, :func:`head_due`,
   :func:`after_head`): every tick, except heads whose checks failed and stay
   failed, asked less and less often (doubling up to 15 min), and again at
@@ -112,19 +112,45 @@ def after_rest(mode: RepoMode, *, answered_200: bool, moved: bool) -> RepoMode:
     return RepoMode(mode="graphql", still=0, fingerprint=None)
 
 
-def after_graphql(mode: RepoMode, fingerprint: tuple[Any, ...] | None) -> RepoMode:
-    """A GraphQL tick's lesson: after :data:`QUIET_TICKS` still fingerprints, try REST again."""
+def quiet_ticks(pages: int) -> int:
+    """Still ticks before a GraphQL repository tries REST again: :data:`QUIET_TICKS`, or its list's
+    pages when that is more.
+
+    Going back to REST walks the list once, a counted call a page, to renew
+    its first page's ETag: at 5,000 requests that is 50 calls, where staying
+    costs the query's 1 point a tick. So a long list pays the walk only
+    after it has stood still as many ticks as the walk costs (rent or buy:
+    never more than twice what either alone would have cost).
+    """
+    return max(QUIET_TICKS, pages)
+
+
+@record(frozen=True)
+class GraphqlTick:
+    """What one GraphQL tick said of a repository, for :func:`after_graphql`."""
+
+    mode: RepoMode
+    fingerprint: tuple[Any, ...] | None
+    moved: bool = False
+    """Some listed request on a watched base moved (or came or went) in this tick."""
+    pages: int = 1
+    """Its longest watched list, in REST pages (of 100)."""
+
+
+def after_graphql(mode: RepoMode, fingerprint: tuple[Any, ...] | None, *, moved: bool = False,
+                  pages: int = 1) -> RepoMode:
+    """A GraphQL tick's lesson: after :func:`quiet_ticks` ticks in a row where neither the fingerprint
+    nor the list moved, try REST again (a list whose requests keep moving would answer REST's first
+    page 200 at each move, and come straight back)."""
     if fingerprint is None:
         return replace(mode, mode="graphql", still=0, fingerprint=None)
-    still = mode.still + 1 if mode.fingerprint == fingerprint else 0
-    if still >= QUIET_TICKS:
+    still = mode.still + 1 if mode.fingerprint == fingerprint and not moved else 0
+    if still >= quiet_ticks(pages):
         return RepoMode(mode="rest", still=0, fingerprint=None, rebasing=True)
     return RepoMode(mode="graphql", still=still, fingerprint=fingerprint)
 
 
-def after_graphql_tick(
-    ticks: Mapping[str, tuple[RepoMode, tuple[Any, ...] | None]], *, query_goes_anyway: bool
-) -> dict[str, RepoMode]:
+def after_graphql_tick(ticks: Mapping[str, GraphqlTick], *, query_goes_anyway: bool) -> dict[str, RepoMode]:
     """Every GraphQL repository's lesson from one tick, together: a repository whose fingerprint stood
     still long enough goes back to REST only when the tick's query would no longer be sent for it.
 
@@ -135,11 +161,12 @@ def after_graphql_tick(
     one counted call a tick (issue 29). When every repository stood still and nothing rides, they
     go back to REST together.
     """
-    afters = {r: after_graphql(mode, fingerprint) for r, (mode, fingerprint) in ticks.items()}
+    afters = {r: after_graphql(t.mode, t.fingerprint, moved=t.moved, pages=t.pages) for r, t in ticks.items()}
     if not query_goes_anyway and all(a.mode == "rest" for a in afters.values()):
         return afters
     return {
-        r: RepoMode(mode="graphql", still=QUIET_TICKS - 1, fingerprint=ticks[r][1]) if a.mode == "rest" else a
+        r: RepoMode(mode="graphql", still=quiet_ticks(ticks[r].pages) - 1, fingerprint=ticks[r].fingerprint)
+        if a.mode == "rest" else a
         for r, a in afters.items()
     }
 

@@ -18,13 +18,13 @@ from ..forge.auth import known_pool
 from ..forge.kept_answers import KeptAnswers
 from ..intake.hostwatch import HostWatch
 from ..intake.queue import QueueStore
-from ..intake.survey import digest
+from ..intake.survey import Draft
 from ..intake.watchstore import CloneRemote, group_of
 from ..jsonshape import field_map
 from ..remote.git import tracking_refspecs
 from ..remote.looks import RemoteLooks
 from ..remote.lease_keeper import LeaseKeeper
-from ..remote.surveys import SurveyRemote, survey_ref
+from ..remote.surveys import KeptBlob, SurveyRemote, survey_ref
 from ..statefile import JsonDocument
 from .session import Session, own_pools
 
@@ -172,12 +172,16 @@ def publish_surveys(session: Session, branches: Sequence[str], *, keeper: LeaseK
     """After this clone's rounds: push the surveys of the branches it holds, where they changed.
 
     A survey is built from the host watch's answers and the queue the rounds
-    just wrote (:meth:`HostWatch.survey_blobs`), so every request a mirror
+    just wrote (:meth:`HostWatch.survey_drafts`), so every request a mirror
     lists comes with its reading. Nothing is built while neither moved since
     the last push (the watch's list and heads, the queue file, the survey on
     the remote), and an unchanged survey is not pushed again: a quiet branch
-    costs the remote nothing. One push for all of them, carrying ``keeper``'s lease renewals that
-    are due (a driver holds them to its tick's end for this push); returns the bases pushed.
+    costs the remote nothing. Where the remote holds this clone's own last
+    survey, a shard whose key did not move is not encoded again: its blob is
+    taken from that survey's tree (:class:`~git_sluice.intake.survey.Draft`),
+    and the push carries the shards that moved. One push for all of them,
+    carrying ``keeper``'s lease renewals that are due (a driver holds them to
+    its tick's end for this push); returns the bases pushed.
     """
     watch = session.watch
     if not isinstance(watch, HostWatch) or watch.surveys is None or watch.pool is None:
@@ -189,40 +193,63 @@ def publish_surveys(session: Session, branches: Sequence[str], *, keeper: LeaseK
         memory = JsonDocument(session.repo.sluice_dir / SURVEYED_FILE, what="surveys pushed")
         said = memory.read()
         queue = QueueStore(session.repo.sluice_dir)
-        due: dict[str, tuple[str, str | None]] = {}
-        for base in held:
-            header = watch.header(base)
-            if header is None:
-                continue  # no fresh answers for it: no survey that would say it was read
-            basis = f"{header.epoch} {header.changed_tick} {header.heads_tick} {queue.fingerprint(base)}"
-            remote = session.repo.ref(survey_ref(pool, base))
-            last = field_map(said, base)
-            if last.get("basis") == basis and last.get("oid") == remote:
-                continue  # nothing it is built from moved, and the remote holds this clone's own
-            due[base] = (basis, remote)
+        due = _due(session, watch, pool, held, said, queue)
         if not due:
             return []
-        blobs = watch.survey_blobs(due, {b: queue.load(b).entries for b in due})
-        fresh = {b: blob for b, blob in blobs.items()
-                 if not (field_map(said, b).get("digest") == digest(blob) and field_map(said, b).get("oid") == due[b][1])}
+        drafts = watch.survey_drafts(due, {b: queue.load(b).entries for b in due})
+        place = _survey_places(session)(clone_remote(session, branches))
+        keys = {b: d.keys() for b, d in drafts.items()}
+        digests = {b: d.digest(keys[b]) for b, d in drafts.items()}
+        fresh = {b: _survey_files(place, d, keys[b], field_map(said, b), due[b][1]) for b, d in drafts.items()
+                 if not (field_map(said, b).get("digest") == digests[b] and field_map(said, b).get("oid") == due[b][1])}
         pushed: dict[str, str] = {}
         if fresh:
-            place = _survey_places(session)(clone_remote(session, branches))
             riders = keeper.riders(held) if keeper is not None else None
+            own = {b: oid for b in fresh if isinstance(oid := field_map(said, b).get("oid"), str)}
             done = place.publish(pool, fresh, expected={b: due[b][1] for b in fresh},
-                                 repository=session.settings.repository, host=session.settings.host,
+                                 repository=session.settings.repository, host=session.settings.host, own=own,
                                  riders=riders.updates if riders is not None else ())
             pushed = done.stands
             if keeper is not None and riders is not None:
                 keeper.rode(riders, done.riders)
         with memory.update() as data:
-            for base, blob in blobs.items():
+            for base in drafts:
                 oid = pushed.get(base) if base in fresh else due[base][1]
                 if oid is not None:
-                    data[base] = {"basis": due[base][0], "digest": digest(blob), "oid": oid}
+                    data[base] = {"basis": due[base][0], "digest": digests[base], "oid": oid, "shards": keys[base]}
         return sorted(pushed)
     except (Interrupted, CredentialsRefused):
         raise
     except Exception as exc:  # the fleet's survey is an optimisation: the mirrors go stale, nothing breaks
         log.warning("could not publish the fleet's survey (%s)", exc)
         return []
+
+
+def _due(session: Session, watch: HostWatch, pool: str, held: Sequence[str], said: Mapping[str, object],
+         queue: QueueStore) -> dict[str, tuple[str, str | None]]:
+    """The held bases whose survey may have moved: (what it is built from, the survey on the remote)."""
+    due: dict[str, tuple[str, str | None]] = {}
+    for base in held:
+        header = watch.header(base)
+        if header is None:
+            continue  # no fresh answers for it: no survey that would say it was read
+        basis = f"{header.epoch} {header.changed_tick} {header.heads_tick} {queue.fingerprint(base)}"
+        remote = session.repo.ref(survey_ref(pool, base))
+        last = field_map(said, base)
+        if last.get("basis") == basis and last.get("oid") == remote:
+            continue  # nothing it is built from moved, and the remote holds this clone's own
+        due[base] = (basis, remote)
+    return due
+
+
+def _survey_files(place: SurveyRemote, draft: Draft, keys: Mapping[str, str], last: Mapping[str, object],
+                  remote: str | None) -> dict[str, bytes | KeptBlob]:
+    """A survey's blobs for its push: the shards whose key stands as in the survey this clone last
+    pushed — when the remote still holds that very survey — are its blobs, not encoded again."""
+    before = last.get("shards")
+    kept: dict[str, KeptBlob] = {}
+    if remote is not None and last.get("oid") == remote and isinstance(before, dict):
+        on_remote = place.blob_ids(remote)
+        kept = {name: KeptBlob(on_remote[name]) for name, key in keys.items()
+                if before.get(name) == key and name in on_remote}
+    return {**draft.files(kept=kept), **kept}

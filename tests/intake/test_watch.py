@@ -462,21 +462,43 @@ def test_the_slot_after_a_tick_is_never_due_at_once(now: float, interval: float,
 
 def test_a_quiet_repository_rides_the_query_while_it_goes_anyway_and_all_go_back_to_rest_together() -> None:
     """Issue 29: going back to REST costs a 200 (and another at the next push); riding along costs nothing."""
-    from git_sluice.intake.watch import QUIET_TICKS, RepoMode, after_graphql_tick
+    from git_sluice.intake.watch import QUIET_TICKS, GraphqlTick, RepoMode, after_graphql_tick
 
     fp, busy = ("a", 1), ("b", 2)
     quiet = RepoMode(mode="graphql", still=QUIET_TICKS - 1, fingerprint=fp)
     moving = RepoMode(mode="graphql", still=0, fingerprint=("b", 1))
-    out = after_graphql_tick({"o/quiet": (quiet, fp), "o/busy": (moving, busy)}, query_goes_anyway=False)
+    out = after_graphql_tick({"o/quiet": GraphqlTick(quiet, fp), "o/busy": GraphqlTick(moving, busy)},
+                             query_goes_anyway=False)
     assert out["o/quiet"].mode == "graphql" and out["o/quiet"].still == QUIET_TICKS - 1
     assert out["o/busy"] == RepoMode(mode="graphql", still=0, fingerprint=busy)
     # waiting heads ride in the query: it goes anyway
-    alone = after_graphql_tick({"o/quiet": (quiet, fp)}, query_goes_anyway=True)
+    alone = after_graphql_tick({"o/quiet": GraphqlTick(quiet, fp)}, query_goes_anyway=True)
     assert alone["o/quiet"].mode == "graphql"
     # every repository stood still and nothing rides: back to REST, together
-    both = after_graphql_tick({"o/a": (quiet, fp), "o/b": (RepoMode(mode="graphql", still=QUIET_TICKS - 1,
-                                                                 fingerprint=busy), busy)}, query_goes_anyway=False)
+    both = after_graphql_tick({"o/a": GraphqlTick(quiet, fp),
+                               "o/b": GraphqlTick(RepoMode(mode="graphql", still=QUIET_TICKS - 1, fingerprint=busy),
+                                                  busy)}, query_goes_anyway=False)
     assert all(m.mode == "rest" and m.rebasing for m in both.values())
+
+
+def test_a_list_whose_requests_move_or_that_is_long_stays_on_the_query() -> None:
+    """Issue 29: at 5,000 requests, going back to REST walks 50 pages (50 counted calls) to renew the
+    first page's ETag; a list whose requests keep moving (reviews move no fingerprint) came back to the
+    query at the next move, so the walk repeated every few ticks — about 430 counted calls an hour."""
+    fp = ("a", 1)
+    mode = w.RepoMode(mode="graphql", still=0, fingerprint=fp)
+    for _ in range(3 * w.QUIET_TICKS):  # its requests move every tick: never still
+        mode = w.after_graphql(mode, fp, moved=True)
+        assert mode.mode == "graphql" and mode.still == 0
+    for tick in range(1, 60):  # 5,000 requests: 50 pages; REST again only after 50 still ticks
+        mode = w.after_graphql(mode, fp, pages=50)
+        assert (mode.mode == "rest") == (tick == 50)
+        if mode.mode == "rest":
+            break
+    assert w.quiet_ticks(1) == w.QUIET_TICKS and w.quiet_ticks(50) == 50
+    held = w.after_graphql_tick({"o/long": w.GraphqlTick(w.RepoMode(mode="graphql", still=49, fingerprint=fp), fp,
+                                                         pages=50)}, query_goes_anyway=True)
+    assert held["o/long"] == w.RepoMode(mode="graphql", still=49, fingerprint=fp)
 
 
 def test_a_burst_long_past_stops_stretching_the_tick() -> None:
