@@ -204,3 +204,61 @@ def test_a_survey_from_what_is_already_read_is_the_survey_of_the_stored_part() -
     stored["readings"] = {str(n): reading_json(r) for n, r in readings.items()}
     assert sv.encode_items("o/r", "main", sv.stored_items(stored), readings, {SHA: "PENDING"}, host="h") == sv.encode(
         "o/r", "main", stored, {SHA: "PENDING"}, host="h")
+
+
+def test_a_shards_key_moves_with_anything_its_blob_is_made_of_and_only_with_that() -> None:
+    """Equal keys are taken for equal blobs (a holder does not encode that shard again): every field of
+    an item, a reading or a head state must move the key of its shard, and of no other."""
+    def draft(items: dict, readings: dict[int, Request], heads: dict[str, str | None]) -> sv.Draft:
+        d = sv.Draft("o/r", "main", "h")
+        for raw in items["items"]:
+            d.add_item(raw)
+        for r in readings.values():
+            d.add_reading(r)
+        for sha, state in heads.items():
+            d.add_head(sha, state)
+        return d
+
+    items = part(*range(1, 130))
+    readings = {n: request(n, github_state="OPEN", checks_state="PENDING") for n in (3, 70)}
+    heads = {SHA: "PENDING"}
+    base = draft(items, readings, heads)
+    keys = base.keys()
+    assert draft(json.loads(json.dumps(items)), dict(readings), dict(heads)).keys() == keys  # same material
+    moved_item = json.loads(json.dumps(items))
+    moved_item["items"][69]["inputs"] = ["APPROVED", "SUCCESS", "MERGEABLE"]  # #70's checks, no updated_at
+    changes = [
+        (draft(moved_item, readings, heads), {sv.shard_name(70 % sv.SHARDS)}),
+        (draft(items, {**readings, 3: request(3, github_state="OPEN", checks_state="SUCCESS")}, heads),
+         {sv.shard_name(3)}),
+        (draft(items, readings, {SHA: "SUCCESS"}), {sv.shard_name(int(SHA[:8], 16) % sv.SHARDS)}),
+    ]
+    for changed, names in changes:
+        new = changed.keys()
+        assert {n for n in keys if keys[n] != new.get(n)} == names
+        files, before = changed.files(), base.files()
+        assert {n for n in files if files[n] != before.get(n)} == names
+
+
+def test_a_holder_encodes_only_the_shards_whose_key_moved_over_its_own_last_survey() -> None:
+    from git_sluice.remote.surveys import KeptBlob
+    from git_sluice.runtime.watching import _survey_files
+
+    d = sv.Draft("o/r", "main", "h")
+    for raw in part(*range(1, 130))["items"]:
+        d.add_item(raw)
+    keys = d.keys()
+    moved = sv.shard_name(5)
+    last_keys = {**keys, moved: "an older key"}
+
+    class Place:
+        def blob_ids(self, oid: str) -> dict[str, str]:
+            assert oid == "c" * 40
+            return {name: f"{i:040x}" for i, name in enumerate(sorted(keys))}
+
+    got = _survey_files(Place(), d, keys, {"oid": "c" * 40, "shards": last_keys}, "c" * 40)  # type: ignore[arg-type]
+    assert {n for n, v in got.items() if isinstance(v, bytes)} == {moved, sv.HEAD_NAME}
+    assert all(isinstance(got[n], KeptBlob) for n in keys if n != moved)
+    # the remote holds anything but this clone's own last survey: every shard encoded anew
+    whole = _survey_files(Place(), d, keys, {"oid": "d" * 40, "shards": last_keys}, "c" * 40)  # type: ignore[arg-type]
+    assert all(isinstance(v, bytes) for v in whole.values()) and set(whole) == {*keys, sv.HEAD_NAME}

@@ -105,3 +105,37 @@ def test_a_reader_takes_only_a_survey_shaped_tree_within_its_bound(
     assert remote.read("0" * 40) is None
     ok = remote.read(_forged_commit(host, {sv.HEAD_NAME: head, sv.shard_name(3): b"{}"}))
     assert ok == {sv.HEAD_NAME: head, sv.shard_name(3): b"{}"}
+
+
+def test_a_survey_is_chained_only_on_the_holders_own_last_one_and_no_longer_than_the_bound() -> None:
+    from git_sluice.remote.surveys import MAX_CHAIN, chain_parent
+
+    assert chain_parent("a" * 40, "a" * 40, 1) == "a" * 40
+    assert chain_parent("a" * 40, "a" * 40, MAX_CHAIN - 1) == "a" * 40
+    assert chain_parent("a" * 40, "a" * 40, MAX_CHAIN) is None  # the line starts afresh
+    assert chain_parent("a" * 40, "b" * 40, 1) is None  # the remote holds someone else's: never built on
+    assert chain_parent(None, "b" * 40, 1) is None  # this clone pushed none it remembers
+    assert chain_parent("a" * 40, None, 1) is None
+
+
+def test_a_line_of_surveys_grows_by_the_holders_pushes_and_restarts_over_a_forgery(
+        make_host: Callable[..., Host], bare_remote: Path, tmp_path: Path) -> None:
+    host = make_host("host-a")
+    remote = place(host, tmp_path)
+    ref = survey_ref(POOL, "main")
+
+    def push(title: str, own: str | None, expected: str | None) -> str:
+        files = sv.encode("o/r", "main", part({1: title, 2: "two"}), {}, host="host-a")
+        done = remote.publish(POOL, {"main": files}, expected={"main": expected}, repository="o/r",
+                              host="host-a", own={"main": own} if own else None)
+        return done.stands["main"]
+
+    first = push("a", None, None)
+    second = push("b", first, first)
+    assert git("rev-parse", f"{ref}^", cwd=bare_remote).strip() == first
+    forged = _forged_commit(host, {sv.HEAD_NAME: b"{}"})
+    git("push", "-q", "origin", f"+{forged}:{ref}", cwd=host.path)
+    remote.look()
+    third = push("c", second, forged)  # the remote no longer holds this host's own: no parent, nothing of the forgery
+    assert git("rev-list", "--count", ref, cwd=bare_remote).strip() == "1"
+    assert third not in (first, second, forged)
