@@ -154,9 +154,9 @@ class Entry(Request):
             updated_at=str(data["updated_at"]),
             review_decision=_opt_str(data["review_decision"]),
             checks_state=_opt_str(checks["state"]),
-            failing=tuple(str(n) for n in checks["failing"]),
+            failing=tuple(map(str, checks["failing"])),
             mergeable=_opt_str(data["mergeable"]),
-            labels=tuple(str(n) for n in data["labels"]),
+            labels=tuple(map(str, data["labels"])),
             state=state,
             taken_in_at=parse_rfc3339(data["taken_in_at"]),
             read_at=parse_rfc3339(data["read_at"]),
@@ -406,6 +406,7 @@ _KEPT_FILES = 64
 
 
 _SEPARATORS = (",", ":")
+_ENCODER = json.JSONEncoder(separators=_SEPARATORS)  # what json.dumps(..., separators=_SEPARATORS) makes anew each call
 _ENTRIES_AT = json.dumps(["\0git-sluice entries " + os.urandom(8).hex()])  # in no text a queue holds
 
 
@@ -423,8 +424,7 @@ def stored_text(doc: QueueDoc, kept: Mapping[int, tuple[Entry, str]]) -> tuple[s
     for number in sorted(doc.entries):
         entry = doc.entries[number]
         found = kept.get(id(entry))
-        text = found[1] if found is not None and found[0] is entry else json.dumps(entry.to_json(),
-                                                                                   separators=_SEPARATORS)
+        text = found[1] if found is not None and found[0] is entry else _ENCODER.encode(entry.to_json())
         fresh[id(entry)] = (entry, text)
         texts.append(text)
     stored = to_document(QueueDoc(repository=doc.repository, branch=doc.branch, holder=doc.holder,
