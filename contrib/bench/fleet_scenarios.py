@@ -689,7 +689,7 @@ def s6_overheads(p: Profile, base: Base) -> Scenario:
     ho = hook_overhead(2 * samples + 1)
     pp = prepush_at(p.s6_prepush_heads, samples)
     try:
-        scaling = round_scaling(p.s6_scale_sizes, samples=min(samples, 3))
+        scaling = round_scaling(p.s6_scale_sizes, samples=min(samples, 5))  # a ratio of medians: 3 swung by 10 %
     except Exception as exc:  # a figure that failed says so; the rest of S6 stands
         scaling = {"error": f"{type(exc).__name__}: {exc}"}
     sc.raw = {"python": py, "round_cpu": rc, "commands": walls, "hook_overhead": ho, "prepush": pp,
@@ -833,6 +833,10 @@ def scaling_judged(scaling: dict[str, Any], sizes: tuple[int, int, int]) -> list
     return out
 
 
+def _warmups(scaling: dict[str, Any], sizes: tuple[int, ...]) -> str:
+    return " / ".join(str((scaling.get("sizes", {}).get(str(n)) or {}).get("warmup_ticks", "?")) for n in sizes)
+
+
 def scaling_rows(scaling: dict[str, Any], sizes: tuple[int, int, int], ms: Any) -> list[Row]:
     if "error" in scaling:
         return [Row("round CPU against the queue's size", "—", "—", f"failed: {scaling['error']}")]
@@ -844,7 +848,9 @@ def scaling_rows(scaling: dict[str, Any], sizes: tuple[int, int, int], ms: Any) 
                         round(ratio, 2) if ratio is not None else "not measured", unit="×", rankable=False,
                         goal=goal, met=met,
                         note=f"{goal_note(goal, met)} (issue 29); {text} (medians of "
-                             f"{scaling.get('samples')} rounds, git's processes included)"))
+                             f"{scaling.get('samples')} rounds, git's processes included; after "
+                             f"{_warmups(scaling, sizes)} warm-up rounds, until the watch said every "
+                             "listed request's inputs)"))
     errors = [e for n in sizes for e in (scaling.get("sizes", {}).get(str(n)) or {}).get("errors", [])]
     if errors:
         rows[-1].note += f"; a round failed: {errors[0]}"

@@ -356,18 +356,23 @@ _AWKWARD = hst.sampled_from(["", "x", '"entries":[]', 'a"b\\c', "é ü", "\x00"]
 def test_the_stored_text_is_json_dumps_of_the_stored_form_however_it_is_joined(
         count: int, repository: str | None, branch: str, holder: str | None, withdrawn: str | None,
         title: str, read: float | None) -> None:
-    """Issue 15: a save joins each entry's kept text; the file is byte for byte what json.dumps wrote before."""
-    from git_sluice.intake.queue import stored_text, to_document
+    """Issue 15: a save joins each entry's kept text; the file is what json.dumps writes, each entry on a line
+    of its own (issue 29: a fresh process's load keeps each entry's text from it)."""
+    from git_sluice.intake.queue import entry_texts, from_document, stored_text, to_document
 
     doc = QueueDoc(repository, branch, holder, read,
                    {n: make_entry(n, title=title + str(n)) for n in range(1, count + 1)}, withdrawn_by=withdrawn)
     stored = to_document(doc)
     stored["withdrawn_by"] = withdrawn
-    want = json.dumps(stored, separators=(",", ":")) + "\n"
     first, kept = stored_text(doc, {})
     again, _ = stored_text(doc, kept)
-    assert first == again == want
-    assert json.loads(first)["entries"] == stored["entries"]
+    assert first == again
+    assert json.loads(first) == stored
+    compact = json.dumps(stored, separators=(",", ":")) + "\n"
+    assert first.replace("\n", "") + "\n" == compact  # the lines are the only difference
+    loaded = from_document(json.loads(first))
+    texts = entry_texts(first.encode(), loaded)
+    assert len(texts) == count and stored_text(loaded, texts)[0] == first
 
 
 def test_a_save_encodes_only_the_entries_that_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -386,3 +391,49 @@ def test_a_save_encodes_only_the_entries_that_changed(tmp_path: Path, monkeypatc
     store.save(QueueDoc("o/r", "main", None, T0 + 60, dict(entries)))  # a new read_at and one entry moved
     assert encoded == [7]
     assert store.load("main").entries[7].title == "moved" and store.load("main").read_at == T0 + 60
+
+
+def test_a_fresh_process_saves_by_encoding_only_what_its_round_changed(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29: a one-shot ``intake`` at 5,000 requests loads the queue, changes five entries and saves it;
+    the other entries' texts come from the file it loaded, not from encoding them again."""
+    from git_sluice.intake import queue as q
+
+    store = QueueStore(tmp_path)
+    entries = {n: make_entry(n) for n in range(1, 301)}
+    store.save(QueueDoc("o/r", "main", None, T0, dict(entries)))
+    for table in (q._DOCS, q._ENCODED):  # what a new process starts with
+        table.clear()
+    loaded = store.load("main")
+    encoded: list[int] = []
+    real = Entry.to_json
+
+    def counted(entry: Entry) -> dict[str, Any]:
+        encoded.append(entry.number)
+        return real(entry)
+
+    monkeypatch.setattr(Entry, "to_json", counted)
+    loaded.entries[7] = make_entry(7, title="moved")
+    store.save(loaded)
+    assert encoded == [7]
+    for table in (q._DOCS, q._ENCODED):
+        table.clear()
+    again = store.load("main")
+    assert again.entries[7].title == "moved" and again.entries == {**entries, 7: make_entry(7, title="moved")}
+
+
+def test_a_queue_file_of_another_layout_is_read_and_its_entries_encoded_again(tmp_path: Path) -> None:
+    """An older version's file (one line), or one written by hand, gives no entry's text: nothing is misread."""
+    from git_sluice.intake import queue as q
+
+    store = QueueStore(tmp_path)
+    entries = {n: make_entry(n) for n in range(1, 4)}
+    store.save(QueueDoc("o/r", "main", None, T0, dict(entries)))
+    path = store.path_for("main")
+    for layout in (json.dumps(json.loads(path.read_text()), separators=(",", ":")),
+                   json.dumps(json.loads(path.read_text()), indent=2)):
+        path.write_text(layout + "\n")
+        for table in (q._DOCS, q._ENCODED):
+            table.clear()
+        assert store.load("main").entries == entries
+        assert q._ENCODED.get(path) == {}
