@@ -53,6 +53,7 @@ MAX_HEADS = 20_000
 MAX_TEXT = 1024
 """A title, a branch name, a label: longer than this in a survey means a forgery."""
 
+
 def shard_of_request(number: int) -> int:
     return number % SHARDS
 

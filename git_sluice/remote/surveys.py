@@ -14,9 +14,10 @@ clone of the surveyed repository on this host:
   host fetched them a moment ago (:mod:`.looks`); the clone's drivers then
   take this look as theirs;
 - :meth:`SurveyRemote.current` / :meth:`SurveyRemote.read` — the survey as the
-  look brought it: a parentless commit whose tree holds its head,
-  ``survey.json``, and its shards (:data:`git_sluice.intake.survey.SHARDS`
-  at most), read only up to the survey's size bound;
+  look brought it: a commit whose tree holds its head, ``survey.json``, and
+  its shards (:data:`SHARDS` at most), read only up to the survey's size
+  bound (its parent, when it has one, is its holder's survey before it:
+  :func:`chain_parent`);
 - :meth:`SurveyRemote.publish` — the new surveys of the bases this host holds,
   in one push, each by compare-and-swap against the one the look saw (a lost
   race means another host wrote there: its survey stands until the next tick).
@@ -163,9 +164,9 @@ class SurveyRemote:
             except (ValueError, KeyError, pygit2.GitError):
                 return {}
 
-    def publish(self, pool: str, surveys: Mapping[str, Mapping[str, bytes | KeptBlob]], *, expected: Mapping[str, str | None],
-                repository: str, host: str, own: Mapping[str, str] | None = None,
-                riders: Sequence[CasUpdate] = ()) -> Publication:
+    def publish(self, pool: str, surveys: Mapping[str, Mapping[str, bytes | KeptBlob]], *,
+                expected: Mapping[str, str | None], repository: str, host: str,
+                own: Mapping[str, str] | None = None, riders: Sequence[CasUpdate] = ()) -> Publication:
         """Write each base's survey and push them in one connection, each over what the look saw there;
         the bases whose survey now stands on the remote, with its object id.
 
