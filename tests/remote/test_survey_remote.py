@@ -8,6 +8,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from git_sluice.clock import FakeClock
 from git_sluice.intake import survey as sv
 from git_sluice.intake.request import Request
@@ -139,3 +141,23 @@ def test_a_line_of_surveys_grows_by_the_holders_pushes_and_restarts_over_a_forge
     third = push("c", second, forged)  # the remote no longer holds this host's own: no parent, nothing of the forgery
     assert git("rev-list", "--count", ref, cwd=bare_remote).strip() == "1"
     assert third not in (first, second, forged)
+
+
+def test_a_line_of_surveys_starts_afresh_at_its_bound(make_host: Callable[..., Host], bare_remote: Path,
+                                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each survey in a line keeps the shards that moved in it reachable: the line is bounded, and the
+    survey past the bound is pushed whole, with no parent (the old line is the remote gc's)."""
+    from git_sluice.remote import surveys
+
+    monkeypatch.setattr(surveys, "MAX_CHAIN", 3)
+    host = make_host("host-a")
+    remote = place(host, tmp_path)
+    ref = survey_ref(POOL, "main")
+    oid: str | None = None
+    counts = []
+    for i in range(5):
+        files = sv.encode("o/r", "main", part({1: f"title {i}"}), {}, host="host-a")
+        oid = remote.publish(POOL, {"main": files}, expected={"main": oid}, repository="o/r", host="host-a",
+                             own={"main": oid} if oid else None).stands["main"]
+        counts.append(int(git("rev-list", "--count", ref, cwd=bare_remote)))
+    assert counts == [1, 2, 3, 1, 2]
