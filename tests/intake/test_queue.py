@@ -375,10 +375,8 @@ def test_the_stored_text_is_json_dumps_of_the_stored_form_however_it_is_joined(
     assert len(texts) == count and stored_text(loaded, texts)[0] == first
 
 
-def test_a_save_encodes_only_the_entries_that_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = QueueStore(tmp_path)
-    entries = {n: make_entry(n) for n in range(1, 501)}
-    store.save(QueueDoc("o/r", "main", None, T0, dict(entries)))
+def count_encodings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The numbers of the entries encoded from now on (each :meth:`Entry.to_json` call), in order."""
     encoded: list[int] = []
     real = Entry.to_json
 
@@ -387,6 +385,22 @@ def test_a_save_encodes_only_the_entries_that_changed(tmp_path: Path, monkeypatc
         return real(entry)
 
     monkeypatch.setattr(Entry, "to_json", counted)
+    return encoded
+
+
+def as_a_new_process() -> None:
+    """Forget what this process read and wrote of every queue file, as a fresh one starts."""
+    from git_sluice.intake import queue as q
+
+    for table in (q._DOCS, q._ENCODED):
+        table.clear()
+
+
+def test_a_save_encodes_only_the_entries_that_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = QueueStore(tmp_path)
+    entries = {n: make_entry(n) for n in range(1, 501)}
+    store.save(QueueDoc("o/r", "main", None, T0, dict(entries)))
+    encoded = count_encodings(monkeypatch)
     entries[7] = make_entry(7, title="moved")
     store.save(QueueDoc("o/r", "main", None, T0 + 60, dict(entries)))  # a new read_at and one entry moved
     assert encoded == [7]
@@ -397,27 +411,16 @@ def test_a_fresh_process_saves_by_encoding_only_what_its_round_changed(tmp_path:
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 29: a one-shot ``intake`` at 5,000 requests loads the queue, changes five entries and saves it;
     the other entries' texts come from the file it loaded, not from encoding them again."""
-    from git_sluice.intake import queue as q
-
     store = QueueStore(tmp_path)
     entries = {n: make_entry(n) for n in range(1, 301)}
     store.save(QueueDoc("o/r", "main", None, T0, dict(entries)))
-    for table in (q._DOCS, q._ENCODED):  # what a new process starts with
-        table.clear()
+    as_a_new_process()
     loaded = store.load("main")
-    encoded: list[int] = []
-    real = Entry.to_json
-
-    def counted(entry: Entry) -> dict[str, Any]:
-        encoded.append(entry.number)
-        return real(entry)
-
-    monkeypatch.setattr(Entry, "to_json", counted)
+    encoded = count_encodings(monkeypatch)
     loaded.entries[7] = make_entry(7, title="moved")
     store.save(loaded)
     assert encoded == [7]
-    for table in (q._DOCS, q._ENCODED):
-        table.clear()
+    as_a_new_process()
     again = store.load("main")
     assert again.entries[7].title == "moved" and again.entries == {**entries, 7: make_entry(7, title="moved")}
 
@@ -433,7 +436,6 @@ def test_a_queue_file_of_another_layout_is_read_and_its_entries_encoded_again(tm
     for layout in (json.dumps(json.loads(path.read_text()), separators=(",", ":")),
                    json.dumps(json.loads(path.read_text()), indent=2)):
         path.write_text(layout + "\n")
-        for table in (q._DOCS, q._ENCODED):
-            table.clear()
+        as_a_new_process()
         assert store.load("main").entries == entries
         assert q._ENCODED.get(path) == {}
